@@ -1,0 +1,162 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseValid(t *testing.T) {
+	f := false
+	tests := []struct {
+		name string
+		yaml string
+		want *Config
+	}{
+		{
+			name: "the documented example",
+			yaml: `
+resources:
+  - resource: pods
+    indexes:
+      - name: node
+        jsonpath: "{.spec.nodeName}"
+      - name: app
+        label: app
+  - resource: configmaps
+    namespace: default
+    labelSelector: "team=a"
+    transform:
+      stripManagedFields: false
+  - resource: widgets.v1.example.com
+history:
+  maxEvents: 500
+  maxAge: 90s
+`,
+			want: &Config{
+				Resources: []Resource{
+					{Resource: "pods", Indexes: []Index{{Name: "node", JSONPath: "{.spec.nodeName}"}, {Name: "app", Label: "app"}}},
+					{Resource: "configmaps", Namespace: "default", LabelSelector: "team=a", Transform: &Transform{StripManagedFields: &f}},
+					{Resource: "widgets.v1.example.com"},
+				},
+				History:     History{MaxEvents: 500, MaxAge: Duration{90 * time.Second}},
+				QueueLength: DefaultQueueLength,
+			},
+		},
+		{
+			name: "defaults",
+			yaml: "resources: [{resource: deployments.apps}]",
+			want: &Config{
+				Resources:   []Resource{{Resource: "deployments.apps"}},
+				History:     History{MaxEvents: DefaultHistoryMaxEvents, MaxAge: Duration{DefaultHistoryMaxAge}},
+				QueueLength: DefaultQueueLength,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Parse([]byte(tt.yaml))
+			if err != nil {
+				t.Fatalf("Parse() error = %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Parse() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStripManagedFields(t *testing.T) {
+	c, err := Parse([]byte(`
+transform: {stripManagedFields: false}
+resources:
+  - resource: pods
+  - resource: secrets
+    transform: {stripManagedFields: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.StripManagedFields(c.Resources[0]) {
+		t.Error("pods: top-level stripManagedFields=false ignored")
+	}
+	if !c.StripManagedFields(c.Resources[1]) {
+		t.Error("secrets: per-resource override ignored")
+	}
+	if !(&Config{}).StripManagedFields(Resource{}) {
+		t.Error("default must strip managedFields")
+	}
+}
+
+func TestParseInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		// every substring must appear in the error
+		want []string
+	}{
+		{name: "empty", yaml: "", want: []string{"resources: Required value"}},
+		{name: "unknown field", yaml: "resources: [{resource: pods, nmespace: x}]", want: []string{`unknown field "nmespace"`}},
+		{name: "upper case resource", yaml: "resources: [{resource: Pods}]", want: []string{"resources[0].resource", "lower case"}},
+		{name: "bad resource shape", yaml: "resources: [{resource: 'pods..apps'}]", want: []string{"resources[0].resource", "<plural>.<group>"}},
+		{name: "duplicate resource", yaml: "resources: [{resource: pods}, {resource: pods}]", want: []string{"resources[1].resource: Duplicate value", "resources[0]"}},
+		{name: "bad namespace", yaml: "resources: [{resource: pods, namespace: Default}]", want: []string{"resources[0].namespace"}},
+		{name: "bad label selector", yaml: "resources: [{resource: pods, labelSelector: 'a=('}]", want: []string{"resources[0].labelSelector"}},
+		{name: "bad field selector", yaml: "resources: [{resource: pods, fieldSelector: 'a'}]", want: []string{"resources[0].fieldSelector"}},
+		{name: "index without source", yaml: "resources: [{resource: pods, indexes: [{name: x}]}]", want: []string{"resources[0].indexes[0]", "jsonpath", "label"}},
+		{name: "index with two sources", yaml: "resources: [{resource: pods, indexes: [{name: x, label: a, jsonpath: '{.a}'}]}]", want: []string{"only one of"}},
+		{name: "bad jsonpath", yaml: "resources: [{resource: pods, indexes: [{name: x, jsonpath: '{.a['}]}]", want: []string{"resources[0].indexes[0].jsonpath"}},
+		{name: "bad label key", yaml: "resources: [{resource: pods, indexes: [{name: x, label: 'a b'}]}]", want: []string{"resources[0].indexes[0].label"}},
+		{name: "reserved index", yaml: "resources: [{resource: pods, indexes: [{name: namespace, label: a}]}]", want: []string{"built in"}},
+		{name: "duplicate index", yaml: "resources: [{resource: pods, indexes: [{name: x, label: a}, {name: x, label: b}]}]", want: []string{"resources[0].indexes[1].name: Duplicate"}},
+		{name: "bad duration", yaml: "resources: [{resource: pods}]\nhistory: {maxAge: soon}", want: []string{"duration", "soon"}},
+		{name: "negative history", yaml: "resources: [{resource: pods}]\nhistory: {maxEvents: -1}", want: []string{"history.maxEvents"}},
+		{
+			name: "every error at once",
+			yaml: "resources: [{resource: Pods}, {resource: cm, namespace: X}]",
+			want: []string{"resources[0].resource", "resources[1].namespace"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml))
+			if err == nil {
+				t.Fatal("Parse() error = nil, want an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Parse() error = %q, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadNamesFile(t *testing.T) {
+	_, err := Load("testdata/does-not-exist.yaml")
+	if err == nil || !strings.Contains(err.Error(), "does-not-exist.yaml") {
+		t.Fatalf("Load() error = %v, want one naming the file", err)
+	}
+}
+
+// FuzzParse checks that no input makes Parse panic, and that whatever it
+// accepts is valid and survives a second validation.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("resources: [{resource: pods, indexes: [{name: node, jsonpath: '{.spec.nodeName}'}]}]"))
+	f.Add([]byte("resources: [{resource: configmaps, namespace: default, labelSelector: 'team in (a,b)'}]\nhistory: {maxAge: 1m}"))
+	f.Add([]byte("resources: [{resource: widgets.v1.example.com, indexes: [{name: img, jsonpath: '{.spec.containers[*].image}'}]}]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data)
+		if err != nil {
+			return
+		}
+		if len(c.Resources) == 0 {
+			t.Fatal("accepted a config without resources")
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("accepted config fails validation: %v", err)
+		}
+	})
+}

@@ -1,0 +1,160 @@
+// Package testenv starts a real kube-apiserver backed by a real etcd for
+// informerd's integration tests and for `make run`. The binaries are the ones
+// `make testenv` builds from Go modules at pinned versions (hack/controlplane);
+// controller-runtime's envtest runs them.
+//
+// A test package starts one control plane in TestMain:
+//
+//	var env *testenv.Env
+//
+//	func TestMain(m *testing.M) { testenv.Main(m, &env) }
+//
+// There is no skip: without the binaries the tests fail and say how to build
+// them.
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// DirEnv names the environment variable that overrides where the control plane
+// binaries are looked up. The default is bin/controlplane/current under the
+// repository root.
+const DirEnv = "INFORMERD_CONTROLPLANE_DIR"
+
+// ErrBinariesMissing reports that kube-apiserver or etcd has not been built.
+var ErrBinariesMissing = errors.New("testenv: control plane binaries not found")
+
+// Env is a running control plane. Its methods may be called concurrently.
+type Env struct {
+	// Config authenticates as a cluster administrator (system:masters).
+	Config *rest.Config
+	// KubeConfig is Config as a kubeconfig file's contents.
+	KubeConfig []byte
+
+	env *envtest.Environment
+}
+
+// Options tunes Start. The zero value is ready to use.
+type Options struct {
+	// CRDDirectoryPaths are folders of CustomResourceDefinition YAML installed
+	// before Start returns.
+	CRDDirectoryPaths []string
+	// AttachOutput copies the control plane's logs to this process's stdout
+	// and stderr.
+	AttachOutput bool
+}
+
+// Start starts kube-apiserver and etcd and waits until the API server serves.
+// The caller must call Stop.
+func Start(opts Options) (*Env, error) {
+	dir, err := BinaryDir()
+	if err != nil {
+		return nil, err
+	}
+	te := &envtest.Environment{
+		BinaryAssetsDirectory:    dir,
+		CRDDirectoryPaths:        opts.CRDDirectoryPaths,
+		ErrorIfCRDPathMissing:    true,
+		AttachControlPlaneOutput: opts.AttachOutput,
+		ControlPlaneStartTimeout: time.Minute,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	te.ControlPlane.GetAPIServer().Path = filepath.Join(dir, "kube-apiserver")
+	te.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(dir, "etcd")}
+	if _, err := te.Start(); err != nil {
+		_ = te.Stop()
+		return nil, fmt.Errorf("testenv: start control plane from %s: %w", dir, err)
+	}
+	admin, err := te.AddUser(envtest.User{Name: "informerd-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		_ = te.Stop()
+		return nil, fmt.Errorf("testenv: add admin user: %w", err)
+	}
+	kubeconfig, err := admin.KubeConfig()
+	if err != nil {
+		_ = te.Stop()
+		return nil, fmt.Errorf("testenv: admin kubeconfig: %w", err)
+	}
+	return &Env{Config: admin.Config(), KubeConfig: kubeconfig, env: te}, nil
+}
+
+// Stop stops kube-apiserver and etcd and removes their data.
+func (e *Env) Stop() error {
+	if err := e.env.Stop(); err != nil {
+		return fmt.Errorf("testenv: stop control plane: %w", err)
+	}
+	return nil
+}
+
+// Main runs a test package against a control plane started for it: it starts
+// one, stores it in *env, runs the tests, stops it and exits. When the control
+// plane cannot start the package fails with the reason.
+func Main(m *testing.M, env **Env) {
+	os.Exit(run(m, env))
+}
+
+func run(m *testing.M, env **Env) int {
+	e, err := Start(Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	*env = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// BinaryDir returns the folder holding kube-apiserver and etcd, or an error
+// wrapping ErrBinariesMissing that tells the user to run `make testenv`.
+func BinaryDir() (string, error) {
+	dir := os.Getenv(DirEnv)
+	if dir == "" {
+		root, err := repoRoot()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(root, "bin", "controlplane", "current")
+	}
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return "", fmt.Errorf("%w: %s is missing in %s; run `make testenv` to build them (or set %s)",
+				ErrBinariesMissing, name, dir, DirEnv)
+		}
+	}
+	return dir, nil
+}
+
+// repoRoot finds the informerd module root from the working directory, which
+// `go test` sets to the package folder.
+func repoRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("testenv: %w", err)
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "hack", "controlplane", "build.sh")); err == nil {
+			return dir, nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("testenv: %w", err)
+		}
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("%w: not inside the informerd repository (from %s); set %s", ErrBinariesMissing, wd, DirEnv)
+		}
+	}
+}
