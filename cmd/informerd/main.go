@@ -30,6 +30,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/informerd/informerd/internal/config"
+	"github.com/informerd/informerd/internal/pipeline"
 )
 
 type options struct {
@@ -109,13 +110,15 @@ func run1(o options, log *slog.Logger) error {
 		return fmt.Errorf("reach API server at %s: %w", restConfig.Host, err)
 	}
 	log.Info("connected to API server", "host", restConfig.Host, "version", version.GitVersion, "resources", len(cfg.Resources))
+	caches, err := pipeline.NewSet(cfg, restConfig, log)
+	if err != nil {
+		return err
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	healthSrv := health.NewServer()
-	// The cache (issue 3) and the CacheService (issue 4) are not built yet;
-	// until they are, informerd is honestly never ready.
 	healthSrv.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	grpcSrv := grpc.NewServer()
 	healthpb.RegisterHealthServer(grpcSrv, healthSrv)
@@ -132,18 +135,19 @@ func run1(o options, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "not ready: the cache is not implemented yet", http.StatusServiceUnavailable)
-	})
+	mux.Handle("/readyz", readyz(caches))
 	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	log.Info("informerd is listening", "grpc", grpcLis.Addr().String(), "metrics", "http://"+metricsLis.Addr().String()+"/metrics")
-	log.Warn("the cache and the CacheService API are not implemented yet: gRPC serves health (NOT_SERVING) and reflection only")
+	log.Warn("the CacheService API is not implemented yet (issue 4): gRPC serves health and reflection; /readyz shows the caches")
 
 	var g run.Group
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
+	cacheCtx, stopCaches := context.WithCancel(context.Background())
+	g.Add(func() error { return caches.Run(cacheCtx) }, func(error) { stopCaches() })
+	g.Add(func() error { return reportSynced(ctx, caches, healthSrv, log) }, func(error) { cancel() })
 	g.Add(func() error { return grpcSrv.Serve(grpcLis) }, func(error) {
 		healthSrv.Shutdown()
 		stopped := make(chan struct{})

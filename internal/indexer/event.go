@@ -1,0 +1,61 @@
+package indexer
+
+import (
+	"time"
+
+	"github.com/informerd/informerd/internal/object"
+)
+
+// EventType is the kind of change an Event reports.
+type EventType int
+
+// Event types, as in a Kubernetes watch.
+const (
+	Added EventType = iota + 1
+	Modified
+	Deleted
+	// Bookmark only moves the resourceVersion; it is sent to listeners but
+	// not kept in history.
+	Bookmark
+)
+
+func (t EventType) String() string {
+	switch t {
+	case Added:
+		return "ADDED"
+	case Modified:
+		return "MODIFIED"
+	case Deleted:
+		return "DELETED"
+	case Bookmark:
+		return "BOOKMARK"
+	}
+	return "UNKNOWN"
+}
+
+// Event is one change to the cache, with the object's state before and after
+// so that a listener selecting by index value or label can tell whether the
+// object entered, left or stayed in its selection.
+type Event struct {
+	Type EventType
+	// Object is the new state; for Deleted, the final state. Nil for Bookmark.
+	Object *object.Object
+	// Prev is the state before the change: nil for Added and Bookmark.
+	Prev *object.Object
+	// ResourceVersion is the RV the cache is at after this event; RV is it
+	// as a number.
+	ResourceVersion string
+	RV              uint64
+	// Received is when the reflector received the change from the API
+	// server; Applied is when the cache applied it.
+	Received, Applied time.Time
+	// Relist is set when the event came from diffing a relist.
+	Relist bool
+}
+
+// Listener receives every event as it is applied, in RV order, while the
+// indexer's write lock is held: it must not block or call back into the
+// indexer. A fan-out listener enqueues and returns.
+type Listener interface {
+	OnEvent(Event)
+}

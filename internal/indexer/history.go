@@ -1,0 +1,74 @@
+package indexer
+
+import (
+	"sort"
+	"time"
+)
+
+// history is a ring of the most recent events, bounded by count and by age,
+// from which a watcher can resume. It is guarded by the Indexer's lock.
+type history struct {
+	events []Event // ring buffer, len == capacity
+	start  int     // index of the oldest event
+	n      int     // events held
+	maxAge time.Duration
+	// floor is the RV just before the oldest event held: Since(rv) can
+	// answer for any rv >= floor.
+	floor uint64
+}
+
+func newHistory(maxEvents int, maxAge time.Duration) *history {
+	if maxEvents < 1 {
+		maxEvents = 1
+	}
+	return &history{events: make([]Event, maxEvents), maxAge: maxAge}
+}
+
+func (h *history) at(i int) *Event { return &h.events[(h.start+i)%len(h.events)] }
+
+// reset empties the history; it now answers from rv on.
+func (h *history) reset(rv uint64) {
+	clear(h.events)
+	h.start, h.n, h.floor = 0, 0, rv
+}
+
+func (h *history) append(ev Event) {
+	if h.n == len(h.events) {
+		h.dropOldest()
+	}
+	h.events[(h.start+h.n)%len(h.events)] = ev
+	h.n++
+}
+
+func (h *history) dropOldest() {
+	old := h.at(0)
+	h.floor = old.RV
+	*old = Event{}
+	h.start = (h.start + 1) % len(h.events)
+	h.n--
+}
+
+// expire drops events applied before now-maxAge.
+func (h *history) expire(now time.Time) {
+	if h.maxAge <= 0 {
+		return
+	}
+	cutoff := now.Add(-h.maxAge)
+	for h.n > 0 && h.at(0).Applied.Before(cutoff) {
+		h.dropOldest()
+	}
+}
+
+// since returns the events with RV > rv, oldest first, or ok=false when rv is
+// older than the window.
+func (h *history) since(rv uint64) (out []Event, ok bool) {
+	if rv < h.floor {
+		return nil, false
+	}
+	i := sort.Search(h.n, func(i int) bool { return h.at(i).RV > rv })
+	out = make([]Event, 0, h.n-i)
+	for ; i < h.n; i++ {
+		out = append(out, *h.at(i))
+	}
+	return out, true
+}

@@ -1,0 +1,367 @@
+// Package indexer is informerd's cache: each object held once as encoded
+// bytes plus the metadata for keys, selectors and indexes; several indexes,
+// including multi-valued ones; an RV-ordered history window for watch resume;
+// and a listener hook that reports each change with the object's index values
+// before and after it.
+package indexer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/informerd/informerd/internal/deltafifo"
+	"github.com/informerd/informerd/internal/object"
+)
+
+// Errors a caller can branch on with errors.Is.
+var (
+	// ErrTooOld: the requested resourceVersion is older than the history
+	// window; the client must list again.
+	ErrTooOld = errors.New("indexer: resource version too old")
+	// ErrUnknownIndex: no index by that name.
+	ErrUnknownIndex = errors.New("indexer: unknown index")
+	// ErrNotSynced: the cache has not completed its first list.
+	ErrNotSynced = errors.New("indexer: cache not synced")
+)
+
+// Options bound the history window.
+type Options struct {
+	HistoryMaxEvents int
+	HistoryMaxAge    time.Duration
+	// Clock is for tests; nil means the real clock.
+	Clock clock.PassiveClock
+}
+
+// Indexer is the cache of one resource. Apply is called by one goroutine
+// (the pipeline's consumer); every other method may be called concurrently.
+type Indexer struct {
+	names []string
+	clock clock.PassiveClock
+
+	mu        sync.RWMutex
+	objects   map[string]*object.Object
+	indices   []map[string]map[string]*object.Object // index -> value -> key -> object
+	rv        uint64
+	rvString  string
+	bytes     int64
+	synced    bool
+	history   *history
+	listeners map[*listenerEntry]struct{}
+	advanced  chan struct{} // closed and replaced whenever rv moves
+}
+
+type listenerEntry struct{ l Listener }
+
+var _ deltafifo.Known = (*Indexer)(nil)
+
+// New returns an empty indexer whose objects carry values for indexNames, in
+// that order (as object.Encoder.IndexNames returns them).
+func New(indexNames []string, opts Options) *Indexer {
+	c := opts.Clock
+	if c == nil {
+		c = clock.RealClock{}
+	}
+	ix := &Indexer{
+		names:     slices.Clone(indexNames),
+		clock:     c,
+		objects:   map[string]*object.Object{},
+		indices:   make([]map[string]map[string]*object.Object, len(indexNames)),
+		history:   newHistory(opts.HistoryMaxEvents, opts.HistoryMaxAge),
+		listeners: map[*listenerEntry]struct{}{},
+		advanced:  make(chan struct{}),
+	}
+	for i := range ix.indices {
+		ix.indices[i] = map[string]map[string]*object.Object{}
+	}
+	return ix
+}
+
+// IndexNames returns the names of the indexes, "namespace" first.
+func (ix *Indexer) IndexNames() []string { return slices.Clone(ix.names) }
+
+// Apply applies deltas in order, records them in history and tells the
+// listeners.
+func (ix *Indexer) Apply(deltas []deltafifo.Delta) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	now := ix.clock.Now()
+	moved := false
+	for _, d := range deltas {
+		rv, _ := object.ParseRV(d.ResourceVersion)
+		ev := Event{ResourceVersion: d.ResourceVersion, RV: rv, Received: d.Received, Applied: now, Relist: d.Relist}
+		switch d.Type {
+		case deltafifo.Added, deltafifo.Updated:
+			prev, ok := ix.objects[d.Object.Key]
+			ev.Type, ev.Object = Added, d.Object
+			if ok {
+				ev.Type, ev.Prev = Modified, prev
+			}
+			ix.put(prev, d.Object)
+		case deltafifo.Deleted:
+			prev, ok := ix.objects[d.Object.Key]
+			if !ok {
+				// A delete of something never seen (a relist already
+				// removed it): nothing changes, nothing to say.
+				moved = ix.advance(rv, d.ResourceVersion) || moved
+				continue
+			}
+			ev.Type, ev.Object, ev.Prev = Deleted, d.Object, prev
+			ix.remove(prev)
+		case deltafifo.Bookmark:
+			ev.Type = Bookmark
+		case deltafifo.Synced:
+			ix.synced = true
+			ix.history.reset(ix.rv)
+			moved = true
+			continue
+		}
+		moved = ix.advance(rv, d.ResourceVersion) || moved
+		if !ix.synced {
+			// The first list is the starting state, not a change.
+			continue
+		}
+		// Events take the cache's RV so history stays ordered even when a
+		// relist's delete carries an RV older than a bookmark's.
+		ev.RV, ev.ResourceVersion = ix.rv, ix.rvString
+		if ev.Type != Bookmark {
+			ix.history.append(ev)
+		}
+		for e := range ix.listeners {
+			e.l.OnEvent(ev)
+		}
+	}
+	ix.history.expire(now)
+	if moved {
+		close(ix.advanced)
+		ix.advanced = make(chan struct{})
+	}
+}
+
+func (ix *Indexer) advance(rv uint64, s string) bool {
+	if rv <= ix.rv {
+		return false
+	}
+	ix.rv, ix.rvString = rv, s
+	return true
+}
+
+func (ix *Indexer) put(prev, o *object.Object) {
+	if prev != nil {
+		ix.remove(prev)
+	}
+	ix.objects[o.Key] = o
+	ix.bytes += int64(o.Size())
+	for i, vs := range o.Values {
+		for _, v := range vs {
+			set := ix.indices[i][v]
+			if set == nil {
+				set = map[string]*object.Object{}
+				ix.indices[i][v] = set
+			}
+			set[o.Key] = o
+		}
+	}
+}
+
+func (ix *Indexer) remove(o *object.Object) {
+	delete(ix.objects, o.Key)
+	ix.bytes -= int64(o.Size())
+	for i, vs := range o.Values {
+		for _, v := range vs {
+			set := ix.indices[i][v]
+			delete(set, o.Key)
+			if len(set) == 0 {
+				delete(ix.indices[i], v)
+			}
+		}
+	}
+}
+
+// Keys returns every cached key.
+func (ix *Indexer) Keys() []string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	keys := make([]string, 0, len(ix.objects))
+	for k := range ix.objects {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// Get returns the cached object for key.
+func (ix *Indexer) Get(key string) (*object.Object, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	o, ok := ix.objects[key]
+	return o, ok
+}
+
+// Snapshot is a consistent view for List: the matching objects sorted by key
+// and the resourceVersion they are at.
+type Snapshot struct {
+	Objects         []*object.Object
+	ResourceVersion string
+}
+
+// List returns the objects for which match returns true (all when nil).
+func (ix *Indexer) List(match func(*object.Object) bool) Snapshot {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	out := make([]*object.Object, 0, len(ix.objects))
+	for _, o := range ix.objects {
+		if match == nil || match(o) {
+			out = append(out, o)
+		}
+	}
+	return ix.snapshotLocked(out)
+}
+
+// ByIndex returns the objects that have any of values in the named index and
+// for which match returns true (all when nil).
+func (ix *Indexer) ByIndex(name string, values []string, match func(*object.Object) bool) (Snapshot, error) {
+	i := slices.Index(ix.names, name)
+	if i < 0 {
+		return Snapshot{}, fmt.Errorf("%w %q (indexes: %v)", ErrUnknownIndex, name, ix.names)
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	seen := map[string]struct{}{}
+	var out []*object.Object
+	for _, v := range values {
+		for k, o := range ix.indices[i][v] {
+			if _, dup := seen[k]; dup {
+				continue
+			}
+			seen[k] = struct{}{}
+			if match == nil || match(o) {
+				out = append(out, o)
+			}
+		}
+	}
+	return ix.snapshotLocked(out), nil
+}
+
+func (ix *Indexer) snapshotLocked(objs []*object.Object) Snapshot {
+	slices.SortFunc(objs, func(a, b *object.Object) int {
+		if a.Key < b.Key {
+			return -1
+		}
+		if a.Key > b.Key {
+			return 1
+		}
+		return 0
+	})
+	return Snapshot{Objects: objs, ResourceVersion: ix.rvString}
+}
+
+// Since returns the events after rv (a resourceVersion string) in order, or
+// ErrTooOld when rv is older than the history window.
+func (ix *Indexer) Since(rv string) ([]Event, error) {
+	n, err := parseRV(rv)
+	if err != nil {
+		return nil, err
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.sinceLocked(n)
+}
+
+func (ix *Indexer) sinceLocked(rv uint64) ([]Event, error) {
+	if !ix.synced {
+		return nil, ErrNotSynced
+	}
+	evs, ok := ix.history.since(rv)
+	if !ok {
+		return nil, fmt.Errorf("%w: %d is before the oldest kept, %d", ErrTooOld, rv, ix.history.floor)
+	}
+	return evs, nil
+}
+
+// Subscribe registers l for every event after rv and returns the events
+// between rv and now, atomically: l sees exactly what follows them, no gap
+// and no duplicate. An empty rv means "from now". The returned func
+// unregisters l.
+func (ix *Indexer) Subscribe(rv string, l Listener) (replay []Event, at string, cancel func(), err error) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if rv != "" {
+		n, err := parseRV(rv)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		if replay, err = ix.sinceLocked(n); err != nil {
+			return nil, "", nil, err
+		}
+	} else if !ix.synced {
+		return nil, "", nil, ErrNotSynced
+	}
+	e := &listenerEntry{l: l}
+	ix.listeners[e] = struct{}{}
+	return replay, ix.rvString, func() {
+		ix.mu.Lock()
+		defer ix.mu.Unlock()
+		delete(ix.listeners, e)
+	}, nil
+}
+
+// WaitFor blocks until the cache is synced and at or past rv, or ctx ends.
+func (ix *Indexer) WaitFor(ctx context.Context, rv string) error {
+	n, err := parseRV(rv)
+	if err != nil {
+		return err
+	}
+	for {
+		ix.mu.RLock()
+		done, ch := ix.synced && ix.rv >= n, ix.advanced
+		ix.mu.RUnlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for resource version %s: %w", rv, ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+// Stats describes the cache at one moment.
+type Stats struct {
+	Objects         int
+	Bytes           int64
+	ResourceVersion string
+	Synced          bool
+	// HistoryEvents is how many events the history holds; HistoryFloor is
+	// the oldest resourceVersion a watch can resume from.
+	HistoryEvents int
+	HistoryFloor  uint64
+}
+
+// Stats returns the cache's current figures.
+func (ix *Indexer) Stats() Stats {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return Stats{
+		Objects: len(ix.objects), Bytes: ix.bytes, ResourceVersion: ix.rvString, Synced: ix.synced,
+		HistoryEvents: ix.history.n, HistoryFloor: ix.history.floor,
+	}
+}
+
+// ErrBadResourceVersion: a resourceVersion that is not an API server
+// revision number.
+var ErrBadResourceVersion = errors.New("indexer: invalid resource version")
+
+func parseRV(rv string) (uint64, error) {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w %q: want the decimal resourceVersion of an object or list", ErrBadResourceVersion, rv)
+	}
+	return n, nil
+}

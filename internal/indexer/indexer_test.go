@@ -1,0 +1,243 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/informerd/informerd/internal/deltafifo"
+	"github.com/informerd/informerd/internal/object"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var names = []string{"namespace", "node", "image"}
+
+// pod builds an object with a node and any number of images.
+func pod(key string, rv int, node string, images ...string) *object.Object {
+	ns, name := object.SplitKey(key)
+	o := &object.Object{Key: key, Namespace: ns, Name: name, UID: "uid-" + key, ResourceVersion: strconv.Itoa(rv), RV: uint64(rv)}
+	var nodes []string
+	if node != "" {
+		nodes = []string{node}
+	}
+	o.Values = [][]string{{ns}, nodes, images}
+	return o
+}
+
+func d(t deltafifo.Type, o *object.Object) deltafifo.Delta {
+	return deltafifo.Delta{Type: t, Object: o, ResourceVersion: o.ResourceVersion}
+}
+
+func synced(t *testing.T, ix *Indexer, rv string, objs ...*object.Object) {
+	t.Helper()
+	var ds []deltafifo.Delta
+	for _, o := range objs {
+		ds = append(ds, deltafifo.Delta{Type: deltafifo.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
+	}
+	ds = append(ds, deltafifo.Delta{Type: deltafifo.Bookmark, ResourceVersion: rv}, deltafifo.Delta{Type: deltafifo.Synced, ResourceVersion: rv})
+	ix.Apply(ds)
+}
+
+func keys(s Snapshot) []string {
+	var out []string
+	for _, o := range s.Objects {
+		out = append(out, o.Key)
+	}
+	return out
+}
+
+// recorder is a Listener that keeps events; the indexer calls it under its
+// lock while tests read from another goroutine.
+type recorder struct {
+	mu  sync.Mutex
+	evs []string
+}
+
+func (r *recorder) OnEvent(ev Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := ev.Type.String() + " " + ev.ResourceVersion
+	if ev.Object != nil {
+		s += " " + ev.Object.Key
+	}
+	r.evs = append(r.evs, s)
+}
+
+func (r *recorder) get() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.evs...)
+}
+
+func TestIndexTransitions(t *testing.T) {
+	ix := New(names, Options{HistoryMaxEvents: 100})
+	synced(t, ix, "10", pod("a/p1", 1, "n1", "img:1", "sidecar:1"), pod("a/p2", 2, "n2", "img:1"))
+
+	lookup := func(index string, values ...string) []string {
+		s, err := ix.ByIndex(index, values, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keys(s)
+	}
+	tests := []struct {
+		name   string
+		delta  deltafifo.Delta
+		index  string
+		values []string
+		want   []string
+	}{
+		{"multi-valued index finds by either value", d(deltafifo.Bookmark, &object.Object{ResourceVersion: "10"}), "image", []string{"sidecar:1"}, []string{"a/p1"}},
+		{"several values are a union without duplicates", d(deltafifo.Bookmark, &object.Object{ResourceVersion: "10"}), "image", []string{"img:1", "sidecar:1"}, []string{"a/p1", "a/p2"}},
+		{"moving node leaves the old value", d(deltafifo.Updated, pod("a/p1", 11, "n2", "img:2")), "node", []string{"n1"}, nil},
+		{"and enters the new one", d(deltafifo.Bookmark, &object.Object{ResourceVersion: "11"}), "node", []string{"n2"}, []string{"a/p1", "a/p2"}},
+		{"old image value is gone", d(deltafifo.Bookmark, &object.Object{ResourceVersion: "11"}), "image", []string{"sidecar:1"}, nil},
+		{"delete removes from every index", d(deltafifo.Deleted, pod("a/p2", 12, "n2", "img:1")), "image", []string{"img:1"}, nil},
+		{"namespace index", d(deltafifo.Added, pod("b/p3", 13, "")), "namespace", []string{"b"}, []string{"b/p3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.delta.Type == deltafifo.Bookmark {
+				tt.delta.Object = nil
+			}
+			ix.Apply([]deltafifo.Delta{tt.delta})
+			if diff := cmp.Diff(tt.want, lookup(tt.index, tt.values...)); diff != "" {
+				t.Errorf("ByIndex(%s, %v) (-want +got):\n%s", tt.index, tt.values, diff)
+			}
+		})
+	}
+	if _, err := ix.ByIndex("nope", nil, nil); !errors.Is(err, ErrUnknownIndex) {
+		t.Errorf("ByIndex(unknown) = %v, want ErrUnknownIndex", err)
+	}
+	if st := ix.Stats(); st.Objects != 2 || st.ResourceVersion != "13" {
+		t.Errorf("Stats() = %+v, want 2 objects at RV 13", st)
+	}
+}
+
+func TestEventsCarryBeforeAndAfter(t *testing.T) {
+	ix := New(names, Options{HistoryMaxEvents: 100})
+	synced(t, ix, "10", pod("a/p1", 1, "n1"))
+	ix.Apply([]deltafifo.Delta{d(deltafifo.Updated, pod("a/p1", 11, "n2"))})
+	evs, err := ix.Since("10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Type != Modified {
+		t.Fatalf("Since(10) = %v, want one MODIFIED", evs)
+	}
+	if got := []string{evs[0].Prev.Values[1][0], evs[0].Object.Values[1][0]}; !cmp.Equal(got, []string{"n1", "n2"}) {
+		t.Errorf("node before/after = %v, want [n1 n2]", got)
+	}
+}
+
+func TestInitialListIsNotHistory(t *testing.T) {
+	ix := New(names, Options{HistoryMaxEvents: 100})
+	rec := &recorder{}
+	if _, _, _, err := ix.Subscribe("", rec); !errors.Is(err, ErrNotSynced) {
+		t.Fatalf("Subscribe before sync = %v, want ErrNotSynced", err)
+	}
+	synced(t, ix, "10", pod("a/p1", 1, "n1"))
+	evs, err := ix.Since("10")
+	if err != nil || len(evs) != 0 {
+		t.Errorf("Since(10) after first sync = %v, %v; want no events", evs, err)
+	}
+	if _, err := ix.Since("9"); !errors.Is(err, ErrTooOld) {
+		t.Errorf("Since(9), before the first sync = %v, want ErrTooOld", err)
+	}
+}
+
+func TestHistoryWindow(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	ix := New(names, Options{HistoryMaxEvents: 3, HistoryMaxAge: time.Minute, Clock: clk})
+	synced(t, ix, "10")
+	for rv := 11; rv <= 15; rv++ {
+		ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("a/p"+strconv.Itoa(rv), rv, ""))})
+	}
+	// Kept: 13, 14, 15. Resumable from 12 (the RV before the oldest kept).
+	tests := []struct {
+		rv      string
+		wantRVs []string
+		wantErr error
+	}{
+		{rv: "11", wantErr: ErrTooOld},
+		{rv: "12", wantRVs: []string{"13", "14", "15"}},
+		{rv: "14", wantRVs: []string{"15"}},
+		{rv: "15", wantRVs: []string{}},
+		{rv: "abc", wantErr: ErrBadResourceVersion},
+	}
+	for _, tt := range tests {
+		t.Run("since "+tt.rv, func(t *testing.T) {
+			evs, err := ix.Since(tt.rv)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Since(%s) error = %v, want %v", tt.rv, err, tt.wantErr)
+			}
+			if tt.wantErr != nil {
+				return
+			}
+			got := []string{}
+			for _, ev := range evs {
+				got = append(got, ev.ResourceVersion)
+			}
+			if diff := cmp.Diff(tt.wantRVs, got); diff != "" {
+				t.Errorf("Since(%s) (-want +got):\n%s", tt.rv, diff)
+			}
+		})
+	}
+	// Age: after a minute the old events go at the next apply.
+	clk.SetTime(clk.Now().Add(2 * time.Minute))
+	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("a/p16", 16, ""))})
+	if _, err := ix.Since("14"); !errors.Is(err, ErrTooOld) {
+		t.Errorf("Since(14) after expiry = %v, want ErrTooOld", err)
+	}
+	if evs, err := ix.Since("15"); err != nil || len(evs) != 1 {
+		t.Errorf("Since(15) after expiry = %v, %v; want the one new event", evs, err)
+	}
+}
+
+func TestSubscribeReplaysThenFollows(t *testing.T) {
+	ix := New(names, Options{HistoryMaxEvents: 100})
+	synced(t, ix, "10")
+	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("a/p1", 11, ""))})
+	rec := &recorder{}
+	replay, at, cancel, err := ix.Subscribe("10", rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(replay) != 1 || replay[0].ResourceVersion != "11" || at != "11" {
+		t.Fatalf("Subscribe(10) replay = %v at %s, want the event at 11", replay, at)
+	}
+	ix.Apply([]deltafifo.Delta{d(deltafifo.Deleted, pod("a/p1", 12, "")), {Type: deltafifo.Bookmark, ResourceVersion: "13"}})
+	cancel()
+	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("a/p2", 14, ""))})
+	if diff := cmp.Diff([]string{"DELETED 12 a/p1", "BOOKMARK 13"}, rec.get()); diff != "" {
+		t.Errorf("listener events (-want +got):\n%s", diff)
+	}
+}
+
+func TestWaitFor(t *testing.T) {
+	ix := New(names, Options{HistoryMaxEvents: 10})
+	synced(t, ix, "10")
+	if err := ix.WaitFor(context.Background(), "9"); err != nil {
+		t.Errorf("WaitFor(9) at 10 = %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ix.WaitFor(context.Background(), "12") }()
+	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("a/x", 11, ""))})
+	ix.Apply([]deltafifo.Delta{{Type: deltafifo.Bookmark, ResourceVersion: "12"}})
+	if err := <-done; err != nil {
+		t.Errorf("WaitFor(12) = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := ix.WaitFor(ctx, "99"); !errors.Is(err, context.Canceled) {
+		t.Errorf("WaitFor(99) with a cancelled context = %v, want context.Canceled", err)
+	}
+}

@@ -1,0 +1,249 @@
+// Package pipeline runs the cache of one configured resource — reflector →
+// deltafifo → indexer — and a Set of them for the whole configuration. It
+// resolves kubectl-style names through discovery, waits for resources that
+// do not exist yet (a CRD not installed) and reports their state.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerd/informerd/internal/config"
+	"github.com/informerd/informerd/internal/deltafifo"
+	"github.com/informerd/informerd/internal/indexer"
+	"github.com/informerd/informerd/internal/object"
+	"github.com/informerd/informerd/internal/reflector"
+)
+
+// Phase is where a pipeline is in its life.
+type Phase string
+
+// Phases.
+const (
+	// Resolving: looking the resource up in discovery.
+	Resolving Phase = "Resolving"
+	// NotFound: the API server does not serve it (yet); retried.
+	NotFound Phase = "NotFound"
+	// Syncing: listing for the first time.
+	Syncing Phase = "Syncing"
+	// Synced: the cache is complete and follows the watch.
+	Synced Phase = "Synced"
+)
+
+// Resolved is what discovery says about a resource.
+type Resolved struct {
+	GVR        schema.GroupVersionResource
+	Kind       string
+	Namespaced bool
+}
+
+// CanonicalName is "plural" for the core group, "plural.group" otherwise.
+func (r Resolved) CanonicalName() string {
+	if r.GVR.Group == "" {
+		return r.GVR.Resource
+	}
+	return r.GVR.Resource + "." + r.GVR.Group
+}
+
+// Status is a pipeline's state at one moment.
+type Status struct {
+	// Name is the name as configured.
+	Name     string
+	Phase    Phase
+	Resolved Resolved // zero until resolved
+	// LastError is the most recent problem, if any (not found, list or
+	// watch failure).
+	LastError string
+	Cache     indexer.Stats
+}
+
+// Pipeline caches one resource. Run is called once; every other method may
+// be called concurrently with it.
+type Pipeline struct {
+	cfg     config.Resource
+	encoder *object.Encoder
+	index   *indexer.Indexer
+	fifo    *deltafifo.FIFO
+	log     *slog.Logger
+
+	mu        sync.Mutex
+	phase     Phase
+	resolved  Resolved
+	lastError string
+	refl      *reflector.Reflector
+}
+
+// New builds the pipeline for one configured resource. It starts nothing.
+func New(c *config.Config, r config.Resource, log *slog.Logger) (*Pipeline, error) {
+	specs := make([]object.IndexSpec, 0, len(r.Indexes))
+	for _, ix := range r.Indexes {
+		specs = append(specs, object.IndexSpec{Name: ix.Name, Label: ix.Label, JSONPath: ix.JSONPath})
+	}
+	enc, err := object.NewEncoder(specs, c.StripManagedFields(r))
+	if err != nil {
+		return nil, fmt.Errorf("resource %s: %w", r.Resource, err)
+	}
+	ix := indexer.New(enc.IndexNames(), indexer.Options{
+		HistoryMaxEvents: c.History.MaxEvents,
+		HistoryMaxAge:    c.History.MaxAge.Duration,
+	})
+	return &Pipeline{
+		cfg:     r,
+		encoder: enc,
+		index:   ix,
+		fifo:    deltafifo.New(ix, c.QueueLength),
+		log:     log.With("resource", r.Resource),
+		phase:   Resolving,
+	}, nil
+}
+
+// Name returns the name as configured.
+func (p *Pipeline) Name() string { return p.cfg.Resource }
+
+// Indexer returns the cache. It exists (empty, unsynced) before Run.
+func (p *Pipeline) Indexer() *indexer.Indexer { return p.index }
+
+// Status returns the pipeline's current state.
+func (p *Pipeline) Status() Status {
+	p.mu.Lock()
+	s := Status{Name: p.cfg.Resource, Phase: p.phase, Resolved: p.resolved, LastError: p.lastError}
+	refl := p.refl
+	p.mu.Unlock()
+	s.Cache = p.index.Stats()
+	if s.Cache.Synced {
+		s.Phase = Synced
+	}
+	if refl != nil {
+		if e, _ := refl.Signals().LastError.Load().(string); e != "" {
+			s.LastError = e
+		}
+	}
+	return s
+}
+
+// Signals returns the reflector's lag signals, or nil before the resource
+// is resolved.
+func (p *Pipeline) Signals() *reflector.Signals {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.refl == nil {
+		return nil
+	}
+	return p.refl.Signals()
+}
+
+func (p *Pipeline) setPhase(ph Phase, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.phase = ph
+	if err != nil {
+		p.lastError = err.Error()
+	} else {
+		p.lastError = ""
+	}
+}
+
+// Run resolves the resource (waiting while it does not exist), then lists
+// and watches it into the cache until ctx is done. It returns after every
+// goroutine it started has exited.
+func (p *Pipeline) Run(ctx context.Context, client dynamic.Interface, mapper Mapper) error {
+	res, err := p.resolve(ctx, mapper)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	p.log.Info("caching", "gvr", res.GVR.String(), "kind", res.Kind, "namespaced", res.Namespaced)
+
+	var ri dynamic.ResourceInterface = client.Resource(res.GVR)
+	if res.Namespaced && p.cfg.Namespace != "" {
+		ri = client.Resource(res.GVR).Namespace(p.cfg.Namespace)
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			p.selectors(&o)
+			return ri.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			p.selectors(&o)
+			return ri.Watch(ctx, o)
+		},
+	}
+	refl := reflector.New(lw, p.encoder, p.fifo, reflector.Options{Name: p.cfg.Resource, Client: client, Log: p.log})
+	p.mu.Lock()
+	p.refl = refl
+	p.mu.Unlock()
+	p.setPhase(Syncing, nil)
+
+	var wg sync.WaitGroup
+	rctx, cancel := context.WithCancel(ctx)
+	wg.Go(func() {
+		refl.Run(rctx)
+		p.fifo.Close() // unblocks the consumer
+	})
+	err = p.consume(rctx)
+	cancel()
+	p.fifo.Close() // unblocks a reflector waiting on a full queue
+	wg.Wait()
+	if errors.Is(err, context.Canceled) || errors.Is(err, deltafifo.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+func (p *Pipeline) selectors(o *metav1.ListOptions) {
+	o.LabelSelector = p.cfg.LabelSelector
+	o.FieldSelector = p.cfg.FieldSelector
+}
+
+// consume applies queued deltas to the cache until the queue closes.
+func (p *Pipeline) consume(ctx context.Context) error {
+	for {
+		deltas, err := p.fifo.Pop(ctx)
+		if err != nil {
+			return err
+		}
+		p.index.Apply(deltas)
+	}
+}
+
+// resolve looks the resource up, retrying with backoff (up to 30s apart)
+// while discovery does not know it.
+func (p *Pipeline) resolve(ctx context.Context, mapper Mapper) (Resolved, error) {
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * time.Second}
+	for {
+		res, err := Resolve(mapper, p.cfg.Resource)
+		if err == nil {
+			p.mu.Lock()
+			p.resolved = res
+			p.mu.Unlock()
+			return res, nil
+		}
+		if meta.IsNoMatchError(err) {
+			p.setPhase(NotFound, fmt.Errorf("the API server does not serve %q yet (is its CRD installed?); retrying", p.cfg.Resource))
+		} else {
+			p.setPhase(Resolving, fmt.Errorf("resolve %q: %w", p.cfg.Resource, err))
+		}
+		p.log.Warn("resource not available; will retry", "err", err)
+		select {
+		case <-ctx.Done():
+			return Resolved{}, ctx.Err()
+		case <-time.After(backoff.Step()):
+		}
+		mapper.Reset()
+	}
+}

@@ -1,0 +1,151 @@
+// Package reflector adapts client-go's Reflector — which owns the list/watch
+// protocol: streaming lists, bookmarks, 410 → relist, backoff, pagination —
+// to informerd's pipeline. It turns each decoded object into an encoded
+// object.Object, hands it to the delta queue, and records lag signals.
+package reflector
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/informerd/informerd/internal/object"
+)
+
+// Queue is where the reflector puts changes: the delta FIFO.
+type Queue interface {
+	Add(*object.Object) error
+	Update(*object.Object) error
+	Delete(*object.Object) error
+	Replace([]*object.Object, string) error
+	Bookmark(rv string) error
+}
+
+// Signals are the lag signals of one reflector. Every field is safe to read
+// concurrently with Run.
+type Signals struct {
+	// LastEvent is the unix-nano time of the last event or bookmark received.
+	LastEvent atomic.Int64
+	// LastResourceVersion is the last RV received.
+	LastResourceVersion atomic.Value // string
+	// Relists counts full lists (the first one included); WatchStarts counts
+	// watch requests; Expired counts 410 Gone answers; Errors counts list
+	// and watch failures of any kind.
+	Relists, WatchStarts, Expired, Errors atomic.Int64
+	// LastError is the text of the most recent list/watch error.
+	LastError atomic.Value // string
+}
+
+// Reflector feeds one resource's queue from the API server. Run may be called
+// once; Signals may be read at any time.
+type Reflector struct {
+	name    string
+	lw      *cache.ListWatch
+	client  any
+	queue   Queue
+	encoder *object.Encoder
+	clock   clock.PassiveClock
+	log     *slog.Logger
+	signals Signals
+}
+
+// Options configure a Reflector.
+type Options struct {
+	// Name labels logs and errors, e.g. "pods".
+	Name string
+	// Client is the client behind lw; client-go asks it whether it supports
+	// streaming lists.
+	Client any
+	Log    *slog.Logger
+	Clock  clock.PassiveClock
+}
+
+// New returns a reflector that lists and watches through lw, encodes with
+// encoder and writes into queue.
+func New(lw *cache.ListWatch, encoder *object.Encoder, queue Queue, opts Options) *Reflector {
+	r := &Reflector{name: opts.Name, lw: lw, client: opts.Client, queue: queue, encoder: encoder, clock: opts.Clock, log: opts.Log}
+	if r.clock == nil {
+		r.clock = clock.RealClock{}
+	}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	r.signals.LastResourceVersion.Store("")
+	r.signals.LastError.Store("")
+	return r
+}
+
+// Signals returns the reflector's lag signals.
+func (r *Reflector) Signals() *Signals { return &r.signals }
+
+// Run lists and watches until ctx is done, retrying with client-go's backoff.
+// It returns when its goroutines have exited.
+func (r *Reflector) Run(ctx context.Context) {
+	observed := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			obj, err := r.lw.ListWithContextFunc(ctx, opts)
+			r.observeError(err)
+			return obj, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			r.signals.WatchStarts.Add(1)
+			w, err := r.lw.WatchFuncWithContext(ctx, opts)
+			if err != nil {
+				r.observeError(err)
+				return nil, err
+			}
+			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+				if ev.Type == watch.Error {
+					r.observeError(apierrors.FromObject(ev.Object))
+				}
+				return ev, true
+			}), nil
+		},
+	}
+	lw := cache.ToListWatcherWithWatchListSemantics(observed, r.client)
+	logger := klog.FromContext(ctx)
+	cr := cache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, (*store)(r), cache.ReflectorOptions{
+		Name:   r.name,
+		Logger: &logger,
+	})
+	cr.RunWithContext(ctx)
+}
+
+// observeError records a list or watch failure; client-go's Reflector
+// handles it (backoff, relist on 410) and logs it.
+func (r *Reflector) observeError(err error) {
+	if err == nil {
+		return
+	}
+	r.signals.Errors.Add(1)
+	r.signals.LastError.Store(err.Error())
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		r.signals.Expired.Add(1)
+	}
+}
+
+func (r *Reflector) received(rv string) {
+	r.signals.LastEvent.Store(r.clock.Now().UnixNano())
+	if rv != "" {
+		r.signals.LastResourceVersion.Store(rv)
+	}
+}
+
+// LastEventTime returns when the last event or bookmark arrived (zero if none).
+func (s *Signals) LastEventTime() time.Time {
+	n := s.LastEvent.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
