@@ -104,11 +104,10 @@ func (r *Reflector) Run(ctx context.Context) {
 				r.observeError(err)
 				return nil, err
 			}
-			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+			return observeWatch(w, func(ev watch.Event) {
 				if ev.Type == watch.Error {
 					r.observeError(apierrors.FromObject(ev.Object))
 				}
-				return ev, true
 			}), nil
 		},
 	}

@@ -41,7 +41,8 @@ type Env struct {
 	// KubeConfig is Config as a kubeconfig file's contents.
 	KubeConfig []byte
 
-	env *envtest.Environment
+	env     *envtest.Environment
+	certDir string
 }
 
 // Options tunes Start. The zero value is ready to use.
@@ -69,10 +70,18 @@ func Start(opts Options) (*Env, error) {
 		ControlPlaneStartTimeout: time.Minute,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
+	// A cert folder of our own survives an API server restart, so clients
+	// keep trusting it (envtest regenerates certs in a folder it made).
+	certDir, err := os.MkdirTemp("", "informerd-apiserver-certs-")
+	if err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
+	te.ControlPlane.GetAPIServer().CertDir = certDir
 	te.ControlPlane.GetAPIServer().Path = filepath.Join(dir, "kube-apiserver")
 	te.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(dir, "etcd")}
 	if _, err := te.Start(); err != nil {
 		_ = te.Stop()
+		_ = os.RemoveAll(certDir)
 		return nil, fmt.Errorf("testenv: start control plane from %s: %w", dir, err)
 	}
 	admin, err := te.AddUser(envtest.User{Name: "informerd-admin", Groups: []string{"system:masters"}}, nil)
@@ -85,12 +94,29 @@ func Start(opts Options) (*Env, error) {
 		_ = te.Stop()
 		return nil, fmt.Errorf("testenv: admin kubeconfig: %w", err)
 	}
-	return &Env{Config: admin.Config(), KubeConfig: kubeconfig, env: te}, nil
+	return &Env{Config: admin.Config(), KubeConfig: kubeconfig, env: te, certDir: certDir}, nil
+}
+
+// RestartAPIServer stops kube-apiserver and starts it again on the same port
+// with the same certificates; etcd keeps running. The new API server's watch
+// cache starts at etcd's current revision, so a watch resuming from an older
+// resourceVersion gets 410 Gone and must relist.
+func (e *Env) RestartAPIServer() error {
+	api := e.env.ControlPlane.GetAPIServer()
+	if err := api.Stop(); err != nil {
+		return fmt.Errorf("testenv: stop kube-apiserver: %w", err)
+	}
+	if err := api.Start(); err != nil {
+		return fmt.Errorf("testenv: start kube-apiserver again: %w", err)
+	}
+	return nil
 }
 
 // Stop stops kube-apiserver and etcd and removes their data.
 func (e *Env) Stop() error {
-	if err := e.env.Stop(); err != nil {
+	err := e.env.Stop()
+	_ = os.RemoveAll(e.certDir)
+	if err != nil {
 		return fmt.Errorf("testenv: stop control plane: %w", err)
 	}
 	return nil

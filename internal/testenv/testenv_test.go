@@ -147,4 +147,3 @@ func TestBinaryDirNamesTheFix(t *testing.T) {
 		t.Errorf("BinaryDir() error %q does not tell the user to run %q", err, want)
 	}
 }
-

@@ -1,0 +1,121 @@
+package testenv
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+
+	"k8s.io/client-go/rest"
+)
+
+// Proxy is a TCP proxy on loopback between a client and the API server that
+// a test can cut: every open connection is closed and new ones are refused
+// until Restore. Its methods may be called concurrently.
+type Proxy struct {
+	target string
+	lis    net.Listener
+
+	mu    sync.Mutex
+	cut   bool
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// NewProxy listens on a free loopback port and forwards to the host:port of
+// cfg.Host. Close stops it.
+func NewProxy(cfg *rest.Config) (*Proxy, error) {
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: proxy target %q: %w", cfg.Host, err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("testenv: proxy listen: %w", err)
+	}
+	p := &Proxy{target: u.Host, lis: lis, conns: map[net.Conn]struct{}{}}
+	p.wg.Go(p.accept)
+	return p, nil
+}
+
+// Config returns a copy of cfg that reaches the API server through the proxy.
+// The serving certificate covers 127.0.0.1, so TLS still verifies.
+func (p *Proxy) Config(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Host = "https://" + p.lis.Addr().String()
+	return c
+}
+
+func (p *Proxy) accept() {
+	for {
+		c, err := p.lis.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.conns[c] = struct{}{}
+		p.mu.Unlock()
+		p.wg.Go(func() { p.serve(c) })
+	}
+}
+
+func (p *Proxy) serve(c net.Conn) {
+	defer p.forget(c)
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	if p.cut {
+		p.mu.Unlock()
+		up.Close()
+		return
+	}
+	p.conns[up] = struct{}{}
+	p.mu.Unlock()
+	defer p.forget(up)
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+	<-done
+	c.Close()
+	up.Close()
+	<-done
+}
+
+func (p *Proxy) forget(c net.Conn) {
+	c.Close()
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+}
+
+// Cut closes every connection and refuses new ones until Restore.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// Restore lets connections through again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+}
+
+// Close stops the proxy and waits for its goroutines.
+func (p *Proxy) Close() {
+	p.lis.Close()
+	p.Cut()
+	p.wg.Wait()
+}
