@@ -22,8 +22,9 @@ build: ## build informerd into bin/
 testenv: ## build the pinned kube-apiserver and etcd (skipped when already built)
 	hack/controlplane/build.sh
 
-test: verify testenv ## everything CI checks: verify, then unit and integration tests with -race on the real control plane
+test: verify testenv ## everything CI checks: verify, unit and integration tests with -race on the real control plane, one pass of each benchmark
 	$(GO) test $(TEST_FLAGS) ./...
+	$(GO) test -run='^$$' -bench=. -benchtime=1x ./...
 
 unit: ## tests that need no control plane (-short)
 	$(GO) test -short $(TEST_FLAGS) ./...
@@ -54,8 +55,9 @@ verify-tidy: ## fail if go mod tidy would change any module
 run: build testenv ## start a local kube-apiserver + etcd, sample objects, and informerd (or use $$KUBECONFIG)
 	$(GO) run ./hack/devenv -- $(BIN)/informerd $(ARGS)
 
-bench: ## run the Go benchmarks
-	$(GO) test -run='^$$' -bench=. -benchmem ./...
+BENCH_COUNT ?= 3
+bench: ## run the Go benchmarks ($(BENCH_COUNT) times each; see docs/benchmarks.md)
+	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) ./...
 
 clean: ## remove built binaries (keeps the control plane build)
 	rm -rf $(BIN)/informerd $(TOOLS)

@@ -176,7 +176,11 @@ func run1(o options, log *slog.Logger) error {
 // listen opens a TCP address or, with a unix:// prefix, a Unix socket.
 func listen(addr string) (net.Listener, error) {
 	if path, ok := strings.CutPrefix(addr, "unix://"); ok {
-		_ = os.Remove(path) // a stale socket from a previous run
+		// A socket left by a previous run blocks Listen; anything else at
+		// that path is not ours to delete.
+		if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			_ = os.Remove(path)
+		}
 		l, err := net.Listen("unix", path)
 		if err != nil {
 			return nil, fmt.Errorf("listen --grpc-address %s: %w", addr, err)

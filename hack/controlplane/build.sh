@@ -17,21 +17,26 @@ fi
 name="kube-apiserver-${k8s_version}_etcd-${etcd_version}"
 dest="$root/bin/controlplane/$name"
 
-build() { # build <binary> <module dir>
-	local bin="$1" dir="$2"
+build() { # build <binary> <module dir> [ldflags]
+	local bin="$1" dir="$2" ldflags="${3:-}"
 	if [[ -x "$dest/$bin" ]]; then
 		echo "controlplane: $bin for $name is up to date"
 		return
 	fi
 	echo "controlplane: building $bin ($name); the first kube-apiserver build takes about 8 minutes on 2 cores"
 	local start=$SECONDS
-	(cd "$dir" && go build -trimpath -o "$dest/$bin.tmp" .)
+	(cd "$dir" && go build -trimpath -ldflags "$ldflags" -o "$dest/$bin.tmp" .)
 	mv "$dest/$bin.tmp" "$dest/$bin"
 	echo "controlplane: built $bin in $((SECONDS - start))s"
 }
 
 mkdir -p "$dest"
 build etcd "$here/etcd"
-build kube-apiserver "$here/kube-apiserver"
+# Stamp the version as Kubernetes' own build does, so /version reports it.
+minor="${k8s_version#v1.}"
+minor="${minor%%.*}"
+vpkg=k8s.io/component-base/version
+build kube-apiserver "$here/kube-apiserver" \
+	"-X $vpkg.gitVersion=$k8s_version -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$minor -X $vpkg.gitTreeState=clean -X $vpkg.buildDate=1970-01-01T00:00:00Z"
 ln -sfn "$name" "$root/bin/controlplane/current"
 echo "controlplane: binaries in bin/controlplane/current -> $name"

@@ -1,0 +1,190 @@
+package indexer
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerd/informerd/internal/benchdata"
+	"github.com/informerd/informerd/internal/deltafifo"
+	"github.com/informerd/informerd/internal/object"
+)
+
+const (
+	benchPods  = 10000
+	benchNodes = 100
+)
+
+func benchEncoder(b *testing.B, strip bool) *object.Encoder {
+	enc, err := object.NewEncoder([]object.IndexSpec{
+		{Name: "node", JSONPath: "{.spec.nodeName}"},
+		{Name: "app", Label: "app"},
+	}, strip)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return enc
+}
+
+// encodedPods returns n realistic pods encoded as the cache holds them.
+func encodedPods(b *testing.B, n int, firstRV uint64) []*object.Object {
+	enc := benchEncoder(b, true)
+	out := make([]*object.Object, n)
+	for i := range n {
+		o, err := enc.Encode(benchdata.Unstructured(benchdata.Pod(i, benchNodes, firstRV+uint64(i))))
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[i] = o
+	}
+	return out
+}
+
+func filled(b *testing.B, objs []*object.Object, historyEvents int) *Indexer {
+	ix := New([]string{"namespace", "node", "app"}, Options{HistoryMaxEvents: historyEvents})
+	ds := make([]deltafifo.Delta, 0, len(objs)+2)
+	for _, o := range objs {
+		ds = append(ds, deltafifo.Delta{Type: deltafifo.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
+	}
+	rv := strconv.Itoa(int(objs[len(objs)-1].RV))
+	ix.Apply(append(ds, deltafifo.Delta{Type: deltafifo.Bookmark, ResourceVersion: rv}, deltafifo.Delta{Type: deltafifo.Synced, ResourceVersion: rv}))
+	return ix
+}
+
+// BenchmarkIngest measures applying one update to a cache of 10,000 pods:
+// index maintenance, history and listener dispatch (no listeners here).
+func BenchmarkIngest(b *testing.B) {
+	objs := encodedPods(b, benchPods, 1)
+	ix := filled(b, objs, 10000)
+	rv := uint64(benchPods + 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		src := objs[i%benchPods]
+		o := *src
+		o.RV, o.ResourceVersion = rv, strconv.FormatUint(rv, 10)
+		rv++
+		ix.Apply([]deltafifo.Delta{{Type: deltafifo.Updated, Object: &o, ResourceVersion: o.ResourceVersion}})
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	objs := encodedPods(b, benchPods, 1)
+	ix := filled(b, objs, 10)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, ok := ix.Get(objs[i%benchPods].Key); !ok {
+			b.Fatal("missing")
+		}
+	}
+}
+
+// BenchmarkListByIndex lists "the pods on my node": 100 of 10,000.
+func BenchmarkListByIndex(b *testing.B) {
+	objs := encodedPods(b, benchPods, 1)
+	ix := filled(b, objs, 10)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		s, err := ix.ByIndex("node", []string{fmt.Sprintf("node-%03d", i%benchNodes)}, nil)
+		if err != nil || len(s.Objects) != benchPods/benchNodes {
+			b.Fatalf("got %d objects, %v", len(s.Objects), err)
+		}
+	}
+}
+
+// BenchmarkHistoryReplay resumes a watch 5,000 events back in a full
+// 10,000-event history.
+func BenchmarkHistoryReplay(b *testing.B) {
+	objs := encodedPods(b, benchPods, 1)
+	ix := filled(b, objs[:1], benchPods)
+	for _, o := range objs[1:] {
+		ix.Apply([]deltafifo.Delta{{Type: deltafifo.Added, Object: o, ResourceVersion: o.ResourceVersion}})
+	}
+	from := strconv.Itoa(benchPods / 2)
+	b.ReportAllocs()
+	for b.Loop() {
+		evs, err := ix.Since(from)
+		if err != nil || len(evs) != benchPods/2 {
+			b.Fatalf("got %d events, %v", len(evs), err)
+		}
+	}
+}
+
+func heapAfterGC() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkHeapPerPod reports the heap bytes per cached Pod for 10,000
+// realistic Pods (managedFields stripped), next to the JSON size of the
+// cached form, and the same for a client-go informer's store of decoded
+// Pods, with and without managedFields.
+func BenchmarkHeapPerPod(b *testing.B) {
+	enc := benchEncoder(b, true)
+	raw := make([][]byte, benchPods)
+	var fullJSON int
+	for i := range raw {
+		data, err := json.Marshal(benchdata.Pod(i, benchNodes, uint64(i+1)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw[i] = data
+		fullJSON += len(data)
+	}
+	for b.Loop() {
+		// informerd: decode as the dynamic client does, encode once, index.
+		before := heapAfterGC()
+		objs := make([]*object.Object, benchPods)
+		var cachedJSON int
+		for i, data := range raw {
+			u := benchdata.Unstructured(json.RawMessage(data))
+			o, err := enc.Encode(u)
+			if err != nil {
+				b.Fatal(err)
+			}
+			objs[i] = o
+			cachedJSON += len(o.JSON)
+		}
+		ix := filled(b, objs, 10)
+		objs = nil
+		informerd := float64(heapAfterGC()-before) / benchPods
+		runtime.KeepAlive(ix)
+		ix = nil
+
+		clientGo := func(strip bool) float64 {
+			before := heapAfterGC()
+			store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+			for _, data := range raw {
+				p := &corev1.Pod{}
+				if err := json.Unmarshal(data, p); err != nil {
+					b.Fatal(err)
+				}
+				if strip {
+					p.ManagedFields = nil
+				}
+				if err := store.Add(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			n := float64(heapAfterGC()-before) / benchPods
+			runtime.KeepAlive(store)
+			return n
+		}
+		withMF, stripped := clientGo(false), clientGo(true)
+
+		b.ReportMetric(informerd, "informerd-heap-B/pod")
+		b.ReportMetric(float64(cachedJSON)/benchPods, "cached-json-B/pod")
+		b.ReportMetric(informerd/(float64(cachedJSON)/benchPods), "heap/json")
+		b.ReportMetric(float64(fullJSON)/benchPods, "full-json-B/pod")
+		b.ReportMetric(withMF, "clientgo-heap-B/pod")
+		b.ReportMetric(stripped, "clientgo-stripped-heap-B/pod")
+	}
+}
