@@ -145,8 +145,6 @@ func run1(o options, log *slog.Logger) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
-	cacheCtx, stopCaches := context.WithCancel(context.Background())
-	g.Add(func() error { return caches.Run(cacheCtx) }, func(error) { stopCaches() })
 	g.Add(func() error { return reportSynced(ctx, caches, healthSrv, log) }, func(error) { cancel() })
 	g.Add(func() error { return grpcSrv.Serve(grpcLis) }, func(error) {
 		healthSrv.Shutdown()
@@ -168,6 +166,11 @@ func run1(o options, log *slog.Logger) error {
 		defer scancel()
 		_ = httpSrv.Shutdown(sctx)
 	})
+	// run.Group interrupts actors in the order they were added: health and
+	// gRPC first, then metrics, and the caches last, so nothing is served
+	// from a cache that has stopped following the API server.
+	cacheCtx, stopCaches := context.WithCancel(context.Background())
+	g.Add(func() error { return caches.Run(cacheCtx) }, func(error) { stopCaches() })
 	err = g.Run()
 	log.Info("informerd stopped")
 	return err

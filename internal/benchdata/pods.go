@@ -22,7 +22,7 @@ func Pod(i, nodes int, rv uint64) *corev1.Pod {
 	app := fmt.Sprintf("app-%d", i%50)
 	trueVal := true
 	fields := func(manager string) *metav1.FieldsV1 {
-		return &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{},"f:tier":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"0b1c\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:name":{},"f:ports":{}},"k:{\"name\":\"proxy\"}":{".":{},"f:image":{}}}},"f:status":{"f:conditions":{}},"manager":"` + manager + `"}`)}
+		return metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{},"f:tier":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"0b1c\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:name":{},"f:ports":{}},"k:{\"name\":\"proxy\"}":{".":{},"f:image":{}}}},"f:status":{"f:conditions":{}},"manager":"` + manager + `"}`)
 	}
 	container := func(n, image string, port int32) corev1.Container {
 		return corev1.Container{

@@ -38,7 +38,8 @@ type FIFO struct {
 }
 
 // New returns a queue holding at most capacity entries. A Replace counts as
-// one entry: the reflector has already buffered its list.
+// one entry (the reflector has already buffered its list), and at most one
+// Replace is ever queued: a newer one drops the older and what followed it.
 func New(known Known, capacity int) *FIFO {
 	if capacity < 1 {
 		capacity = 1
@@ -88,6 +89,18 @@ func (f *FIFO) Replace(objs []*object.Object, rv string) error {
 func (f *FIFO) push(it item) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if it.replace != nil {
+		// A newer full list supersedes a queued one and whatever came
+		// after it, so the queue never holds two lists.
+		for i := f.head; i < len(f.items); i++ {
+			if f.items[i].replace != nil {
+				clear(f.items[i:])
+				f.items = f.items[:i]
+				f.notFull.Broadcast()
+				break
+			}
+		}
+	}
 	for !f.closed && len(f.items)-f.head >= f.capacity {
 		f.notFull.Wait()
 	}

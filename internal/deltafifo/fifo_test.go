@@ -216,3 +216,34 @@ func TestPopHonoursContext(t *testing.T) {
 		}
 	})
 }
+
+func TestNewerReplaceSupersedesQueuedOne(t *testing.T) {
+	f := New(fakeKnown{}, 10)
+	f.synced = true
+	steps := []func() error{
+		func() error { return f.Add(obj("a", "ua", "1")) },
+		func() error { return f.Replace([]*object.Object{obj("b", "ub", "2")}, "2") },
+		func() error { return f.Add(obj("c", "uc", "3")) },
+		func() error { return f.Replace([]*object.Object{obj("d", "ud", "4")}, "4") },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := f.Len(); got != 2 {
+		t.Fatalf("Len() = %d, want 2: the add before the first list, and the newest list", got)
+	}
+	var got []summary
+	for range 2 {
+		ds, err := f.Pop(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, summarize(ds)...)
+	}
+	want := []summary{{Added, "a", "1", false}, {Added, "d", "4", true}, {Bookmark, "", "4", true}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("deltas (-want +got):\n%s", diff)
+	}
+}

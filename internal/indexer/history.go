@@ -40,12 +40,17 @@ func (h *history) append(ev Event) {
 	h.n++
 }
 
+// dropOldest drops the oldest event and any that share its RV (a relist's
+// deletes do), so the floor never falls inside a group: resuming from the
+// floor then misses nothing.
 func (h *history) dropOldest() {
-	old := h.at(0)
-	h.floor = old.RV
-	*old = Event{}
-	h.start = (h.start + 1) % len(h.events)
-	h.n--
+	rv := h.at(0).RV
+	for h.n > 0 && h.at(0).RV == rv {
+		*h.at(0) = Event{}
+		h.start = (h.start + 1) % len(h.events)
+		h.n--
+	}
+	h.floor = rv
 }
 
 // expire drops events applied before now-maxAge.

@@ -29,6 +29,10 @@ var (
 	ErrUnknownIndex = errors.New("indexer: unknown index")
 	// ErrNotSynced: the cache has not completed its first list.
 	ErrNotSynced = errors.New("indexer: cache not synced")
+	// ErrAhead: the requested resourceVersion is newer than the cache (a
+	// client failing over from a replica that is further along). Wait with
+	// WaitFor, then subscribe.
+	ErrAhead = errors.New("indexer: resource version ahead of the cache")
 )
 
 // Options bound the history window.
@@ -295,6 +299,9 @@ func (ix *Indexer) Subscribe(rv string, l Listener) (replay []Event, at string, 
 		n, err := parseRV(rv)
 		if err != nil {
 			return nil, "", nil, err
+		}
+		if ix.synced && n > ix.rv {
+			return nil, "", nil, fmt.Errorf("%w: %d > %d", ErrAhead, n, ix.rv)
 		}
 		if replay, err = ix.sinceLocked(n); err != nil {
 			return nil, "", nil, err

@@ -241,3 +241,30 @@ func TestWaitFor(t *testing.T) {
 		t.Errorf("WaitFor(99) with a cancelled context = %v, want context.Canceled", err)
 	}
 }
+
+func TestSubscribeAheadOfCache(t *testing.T) {
+	ix := New(names, Options{HistoryMaxEvents: 10})
+	synced(t, ix, "10")
+	if _, _, _, err := ix.Subscribe("11", &recorder{}); !errors.Is(err, ErrAhead) {
+		t.Errorf("Subscribe(11) at 10 = %v, want ErrAhead", err)
+	}
+}
+
+func TestHistoryDropsSameRVGroupsWhole(t *testing.T) {
+	ix := New(names, Options{HistoryMaxEvents: 3})
+	synced(t, ix, "10", pod("a/x", 1, ""), pod("a/y", 2, ""))
+	// A relist that found both gone: two deletes at the list's RV.
+	ix.Apply([]deltafifo.Delta{
+		{Type: deltafifo.Deleted, Object: pod("a/x", 1, ""), ResourceVersion: "12", Relist: true},
+		{Type: deltafifo.Deleted, Object: pod("a/y", 2, ""), ResourceVersion: "12", Relist: true},
+	})
+	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("a/z", 13, "")), d(deltafifo.Added, pod("a/w", 14, ""))})
+	// The ring overflowed: the first delete went, so its twin must go too.
+	if _, err := ix.Since("10"); !errors.Is(err, ErrTooOld) {
+		t.Errorf("Since(10) = %v, want ErrTooOld", err)
+	}
+	evs, err := ix.Since("12")
+	if err != nil || len(evs) != 2 {
+		t.Errorf("Since(12) = %d events, %v; want the two adds", len(evs), err)
+	}
+}

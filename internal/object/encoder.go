@@ -23,8 +23,12 @@ type IndexSpec struct {
 }
 
 // Encoder turns decoded objects into Objects. It is not safe for concurrent
-// use: the JSONPath evaluators keep state. Each pipeline owns one.
+// use; each pipeline owns one.
 type Encoder struct {
+	// IndexErrors counts index evaluations that failed; the object was
+	// cached without a value in that index.
+	IndexErrors int64
+
 	names              []string
 	funcs              []func(*unstructured.Unstructured) ([]string, error)
 	stripManagedFields bool
@@ -96,7 +100,10 @@ func (e *Encoder) Encode(u *unstructured.Unstructured) (*Object, error) {
 	for i, f := range e.funcs {
 		vs, err := f(u)
 		if err != nil {
-			return nil, fmt.Errorf("index %q of %s: %w", e.names[i], o.Key, err)
+			// E.g. {.status.conditions[0].type} on an empty list. The object
+			// is still cached; it just has no value in this index.
+			e.IndexErrors++
+			continue
 		}
 		o.Values[i] = vs
 	}
@@ -113,11 +120,18 @@ func indexFunc(s IndexSpec) (func(*unstructured.Unstructured) ([]string, error),
 			return nil, nil
 		}, nil
 	}
-	jp := jsonpath.New(s.Name).AllowMissingKeys(true)
-	if err := jp.Parse(s.JSONPath); err != nil {
+	// Parse once to reject a bad expression early; evaluate on a fresh
+	// parse each time, because client-go's JSONPath changes its parsed
+	// template while it runs a {range} and does not restore it.
+	if err := jsonpath.New(s.Name).Parse(s.JSONPath); err != nil {
 		return nil, fmt.Errorf("index %q: jsonpath %q: %w", s.Name, s.JSONPath, err)
 	}
+	name, expr := s.Name, s.JSONPath
 	return func(u *unstructured.Unstructured) ([]string, error) {
+		jp := jsonpath.New(name).AllowMissingKeys(true)
+		if err := jp.Parse(expr); err != nil {
+			return nil, err
+		}
 		results, err := jp.FindResults(u.Object)
 		if err != nil {
 			return nil, err

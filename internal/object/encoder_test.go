@@ -108,6 +108,34 @@ func TestClusterScopedKey(t *testing.T) {
 	}
 }
 
+func TestJSONPathRangeAndOutOfRange(t *testing.T) {
+	enc, err := NewEncoder([]IndexSpec{
+		{Name: "images", JSONPath: "{range .spec.containers[*]}{.image}{end}"},
+		{Name: "first-cond", JSONPath: "{.status.conditions[0].type}"},
+	}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// {range} must work on every object, not only the first.
+	for i := range 3 {
+		u := testPod()
+		u.Object["status"] = map[string]any{"conditions": []any{}}
+		o, err := enc.Encode(u)
+		if err != nil {
+			t.Fatalf("object %d: %v", i, err)
+		}
+		if diff := cmp.Diff([]string{"proxy:2", "web:1"}, o.Values[1]); diff != "" {
+			t.Errorf("object %d range index (-want +got):\n%s", i, diff)
+		}
+		if o.Values[2] != nil {
+			t.Errorf("object %d: index into a missing list = %v, want no value", i, o.Values[2])
+		}
+	}
+	if enc.IndexErrors == 0 {
+		t.Error("IndexErrors = 0, want the out-of-range lookups counted")
+	}
+}
+
 func TestBadJSONPath(t *testing.T) {
 	if _, err := NewEncoder([]IndexSpec{{Name: "x", JSONPath: "{.a["}}, true); err == nil {
 		t.Error("NewEncoder accepted a broken JSONPath")

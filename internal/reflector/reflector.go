@@ -6,7 +6,9 @@ package reflector
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,7 +44,8 @@ type Signals struct {
 	// watch requests; Expired counts 410 Gone answers; Errors counts list
 	// and watch failures of any kind.
 	Relists, WatchStarts, Expired, Errors atomic.Int64
-	// LastError is the text of the most recent list/watch error.
+	// LastError is the text of the most recent list/watch error; cleared by
+	// the next successful list or bookmark.
 	LastError atomic.Value // string
 }
 
@@ -57,6 +60,7 @@ type Reflector struct {
 	clock   clock.PassiveClock
 	log     *slog.Logger
 	signals Signals
+	watches sync.WaitGroup // goroutines of observed watches
 }
 
 // Options configure a Reflector.
@@ -104,7 +108,7 @@ func (r *Reflector) Run(ctx context.Context) {
 				r.observeError(err)
 				return nil, err
 			}
-			return observeWatch(w, func(ev watch.Event) {
+			return observeWatch(ctx, w, &r.watches, func(ev watch.Event) {
 				if ev.Type == watch.Error {
 					r.observeError(apierrors.FromObject(ev.Object))
 				}
@@ -118,12 +122,13 @@ func (r *Reflector) Run(ctx context.Context) {
 		Logger: &logger,
 	})
 	cr.RunWithContext(ctx)
+	r.watches.Wait()
 }
 
 // observeError records a list or watch failure; client-go's Reflector
 // handles it (backoff, relist on 410) and logs it.
 func (r *Reflector) observeError(err error) {
-	if err == nil {
+	if err == nil || errors.Is(err, context.Canceled) {
 		return
 	}
 	r.signals.Errors.Add(1)

@@ -75,6 +75,7 @@ func (s *store) Delete(obj any) error {
 func (s *store) Replace(list []any, rv string) error {
 	r := (*Reflector)(s)
 	r.signals.Relists.Add(1)
+	r.signals.LastError.Store("")
 	r.received(rv)
 	objs := make([]*object.Object, 0, len(list))
 	for _, obj := range list {
@@ -97,6 +98,7 @@ func (s *store) Resync() error { return nil }
 // Bookmark implements cache.ReflectorBookmarkStore.
 func (s *store) Bookmark(rv string) error {
 	(*Reflector)(s).received(rv)
+	s.signals.LastError.Store("")
 	return s.queue.Bookmark(rv)
 }
 

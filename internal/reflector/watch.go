@@ -1,6 +1,7 @@
 package reflector
 
 import (
+	"context"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/watch"
@@ -14,12 +15,16 @@ type observedWatch struct {
 	out     chan watch.Event
 	observe func(watch.Event)
 	stop    chan struct{}
+	done    <-chan struct{}
 	once    sync.Once
 }
 
-func observeWatch(in watch.Interface, observe func(watch.Event)) *observedWatch {
-	w := &observedWatch{in: in, out: make(chan watch.Event), observe: observe, stop: make(chan struct{})}
-	go w.loop()
+// observeWatch starts the pass-through goroutine, tracked by wg.
+// It also ends when ctx (the watch request's) is done, even if nobody calls
+// Stop.
+func observeWatch(ctx context.Context, in watch.Interface, wg *sync.WaitGroup, observe func(watch.Event)) *observedWatch {
+	w := &observedWatch{in: in, out: make(chan watch.Event), observe: observe, stop: make(chan struct{}), done: ctx.Done()}
+	wg.Go(w.loop)
 	return w
 }
 
@@ -30,6 +35,9 @@ func (w *observedWatch) loop() {
 		select {
 		case w.out <- ev:
 		case <-w.stop:
+			return
+		case <-w.done:
+			w.in.Stop()
 			return
 		}
 	}
