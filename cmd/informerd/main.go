@@ -29,8 +29,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/config"
 	"github.com/informerd/informerd/internal/pipeline"
+	"github.com/informerd/informerd/internal/server"
 )
 
 type options struct {
@@ -122,6 +124,7 @@ func run1(o options, log *slog.Logger) error {
 	healthSrv.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	grpcSrv := grpc.NewServer()
 	healthpb.RegisterHealthServer(grpcSrv, healthSrv)
+	pb.RegisterCacheServiceServer(grpcSrv, server.New(caches, server.Options{}))
 	reflection.Register(grpcSrv)
 
 	grpcLis, err := listen(o.grpcAddress)
@@ -139,7 +142,7 @@ func run1(o options, log *slog.Logger) error {
 	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	log.Info("informerd is listening", "grpc", grpcLis.Addr().String(), "metrics", "http://"+metricsLis.Addr().String()+"/metrics")
-	log.Warn("the CacheService API is not implemented yet (issue 4): gRPC serves health and reflection; /readyz shows the caches")
+	log.Warn("CacheService serves ListResources, Get and List; Watch is not implemented yet")
 
 	var g run.Group
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -218,6 +218,10 @@ type Snapshot struct {
 func (ix *Indexer) List(match func(*object.Object) bool) Snapshot {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	return ix.listLocked(match)
+}
+
+func (ix *Indexer) listLocked(match func(*object.Object) bool) Snapshot {
 	out := make([]*object.Object, 0, len(ix.objects))
 	for _, o := range ix.objects {
 		if match == nil || match(o) {

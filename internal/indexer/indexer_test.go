@@ -268,3 +268,50 @@ func TestHistoryDropsSameRVGroupsWhole(t *testing.T) {
 		t.Errorf("Since(12) = %d events, %v; want the two adds", len(evs), err)
 	}
 }
+
+func TestListAtUndoesLaterEvents(t *testing.T) {
+	ix := New(names, Options{HistoryMaxEvents: 10})
+	synced(t, ix, "10", pod("a/keep", 1, "n1"), pod("a/chg", 2, "n1"), pod("a/del", 3, "n1"))
+	ix.Apply([]deltafifo.Delta{
+		d(deltafifo.Updated, pod("a/chg", 11, "n2")),
+		d(deltafifo.Deleted, pod("a/del", 12, "n1")),
+		d(deltafifo.Added, pod("a/new", 13, "n1")),
+	})
+	rvs := func(s Snapshot) map[string]string {
+		out := map[string]string{}
+		for _, o := range s.Objects {
+			out[o.Key] = o.ResourceVersion
+		}
+		return out
+	}
+	tests := []struct {
+		rv      string
+		want    map[string]string
+		wantErr error
+	}{
+		{rv: "10", want: map[string]string{"a/keep": "1", "a/chg": "2", "a/del": "3"}},
+		{rv: "11", want: map[string]string{"a/keep": "1", "a/chg": "11", "a/del": "3"}},
+		{rv: "13", want: map[string]string{"a/keep": "1", "a/chg": "11", "a/new": "13"}},
+		{rv: "99", want: map[string]string{"a/keep": "1", "a/chg": "11", "a/new": "13"}},
+		{rv: "9", wantErr: ErrTooOld},
+	}
+	for _, tt := range tests {
+		t.Run("at "+tt.rv, func(t *testing.T) {
+			s, err := ix.ListAt(tt.rv, nil)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("ListAt(%s) error = %v, want %v", tt.rv, err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if diff := cmp.Diff(tt.want, rvs(s)); diff != "" {
+				t.Errorf("ListAt(%s) (-want +got):\n%s", tt.rv, diff)
+			}
+		})
+	}
+	// The match sees the historical state: at 10, chg was on n1.
+	s, err := ix.ListAt("10", func(o *object.Object) bool { return o.Values[1][0] == "n2" })
+	if err != nil || len(s.Objects) != 0 {
+		t.Errorf("ListAt(10, node=n2) = %v, %v; want nothing", keys(s), err)
+	}
+}

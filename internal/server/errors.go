@@ -1,0 +1,73 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/informerd/informerd/internal/indexer"
+	"github.com/informerd/informerd/internal/pipeline"
+)
+
+// Reasons in ErrorInfo details, for clients to branch on.
+const (
+	ReasonTooOld          = "RESOURCE_VERSION_TOO_OLD"
+	ReasonContinueExpired = "CONTINUE_TOKEN_EXPIRED"
+	ReasonNotSynced       = "CACHE_NOT_SYNCED"
+	errorDomain           = "informerd.io"
+)
+
+func withInfo(c codes.Code, reason, msg string, meta map[string]string) error {
+	st := status.New(c, msg)
+	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: errorDomain, Metadata: meta}); err == nil {
+		st = d
+	}
+	return st.Err()
+}
+
+func invalid(format string, args ...any) error {
+	return status.Errorf(codes.InvalidArgument, format, args...)
+}
+
+func unknownResource(name, served string) error {
+	return status.Errorf(codes.NotFound, "resource %q is not served by this informerd; served: %s", name, served)
+}
+
+func objectNotFound(resource, key, rv string) error {
+	return status.Errorf(codes.NotFound, "%s %q not found in the cache (at resourceVersion %s)", resource, key, rv)
+}
+
+func notSynced(resource string, st pipeline.Status) error {
+	msg := fmt.Sprintf("the cache of %s has not synced yet (phase %s)", resource, st.Phase)
+	if st.LastError != "" {
+		msg += ": " + st.LastError
+	}
+	return withInfo(codes.Unavailable, ReasonNotSynced, msg+"; retry shortly", nil)
+}
+
+// toStatus maps an error from the cache to a status.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	switch {
+	case errors.Is(err, indexer.ErrTooOld):
+		return withInfo(codes.OutOfRange, ReasonTooOld, err.Error()+"; list again and watch from the list's resourceVersion", nil)
+	case errors.Is(err, indexer.ErrBadResourceVersion), errors.Is(err, indexer.ErrUnknownIndex):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, indexer.ErrNotSynced):
+		return withInfo(codes.Unavailable, ReasonNotSynced, err.Error()+"; retry shortly", nil)
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	}
+	return status.Error(codes.Internal, err.Error())
+}

@@ -1,0 +1,164 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"k8s.io/apimachinery/pkg/labels"
+
+	pb "github.com/informerd/informerd/api/proto/informerd/v1"
+	"github.com/informerd/informerd/internal/indexer"
+	"github.com/informerd/informerd/internal/object"
+)
+
+// maxWait bounds a min_resource_version wait when the call has no deadline.
+const maxWait = 30 * time.Second
+
+// continueToken is what a continue_token encodes: the snapshot's RV and the
+// last key sent. It is opaque to clients.
+type continueToken struct {
+	RV      string `json:"rv"`
+	LastKey string `json:"k"`
+}
+
+// List implements CacheService: pages of one consistent snapshot.
+func (s *Server) List(ctx context.Context, req *pb.ListRequest) (*pb.ListResponse, error) {
+	p, err := s.synced(req.GetResource())
+	if err != nil {
+		return nil, err
+	}
+	match, index, err := compile(p.Indexer(), req.GetSelector())
+	if err != nil {
+		return nil, err
+	}
+	limit := int(req.GetLimit())
+	switch {
+	case limit < 0:
+		return nil, invalid("limit %d: must be 0 (server default, %d) or positive", limit, s.opts.DefaultPageSize)
+	case limit == 0:
+		limit = s.opts.DefaultPageSize
+	case limit > s.opts.MaxPageSize:
+		limit = s.opts.MaxPageSize
+	}
+	ix := p.Indexer()
+	if mrv := req.GetMinResourceVersion(); mrv != "" {
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if _, ok := ctx.Deadline(); !ok {
+			wctx, cancel = context.WithTimeout(ctx, maxWait)
+		}
+		err := ix.WaitFor(wctx, mrv)
+		cancel()
+		if err != nil {
+			return nil, toStatus(err)
+		}
+	}
+
+	var snap indexer.Snapshot
+	var after string
+	if tok := req.GetContinueToken(); tok != "" {
+		ct, err := decodeToken(tok)
+		if err != nil {
+			return nil, err
+		}
+		after = ct.LastKey
+		snap, err = ix.ListAt(ct.RV, match)
+		if errors.Is(err, indexer.ErrTooOld) {
+			return nil, withInfo(codes.OutOfRange, ReasonContinueExpired,
+				"continue token expired: its snapshot is older than the history window; list again from the start", nil)
+		}
+		if err != nil {
+			return nil, toStatus(err)
+		}
+	} else if index != nil {
+		snap, err = ix.ByIndex(index.GetName(), index.GetValues(), match)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+	} else {
+		snap = ix.List(match)
+	}
+	objs := snap.Objects
+	start, _ := slices.BinarySearchFunc(objs, after, func(o *object.Object, k string) int {
+		switch {
+		case o.Key < k:
+			return -1
+		case o.Key > k:
+			return 1
+		}
+		return 0
+	})
+	if after != "" && start < len(objs) && objs[start].Key == after {
+		start++
+	}
+	end := min(start+limit, len(objs))
+	resp := &pb.ListResponse{ResourceVersion: snap.ResourceVersion, Objects: make([]*pb.Object, 0, end-start)}
+	for _, o := range objs[start:end] {
+		resp.Objects = append(resp.Objects, toProto(o))
+	}
+	if end < len(objs) {
+		resp.ContinueToken = encodeToken(continueToken{RV: snap.ResourceVersion, LastKey: objs[end-1].Key})
+	}
+	return resp, nil
+}
+
+func encodeToken(t continueToken) string {
+	b, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeToken(s string) (continueToken, error) {
+	var t continueToken
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &t)
+	}
+	if err != nil || t.RV == "" {
+		return t, invalid("continue_token is not one this server issued; pass the token of the previous ListResponse unchanged")
+	}
+	return t, nil
+}
+
+// compile turns a Selector into a match function over every condition
+// (namespace, labels, index), and returns the index part for a fast lookup.
+func compile(ix *indexer.Indexer, sel *pb.Selector) (func(*object.Object) bool, *pb.IndexSelector, error) {
+	ns := sel.GetNamespace()
+	ls, err := labels.Parse(sel.GetLabelSelector())
+	if err != nil {
+		return nil, nil, invalid("label_selector %q: %v", sel.GetLabelSelector(), err)
+	}
+	index := sel.GetIndex()
+	pos := -1
+	if index != nil {
+		names := ix.IndexNames()
+		pos = slices.Index(names, index.GetName())
+		if pos < 0 {
+			return nil, nil, invalid("index %q does not exist; indexes of this resource: %v", index.GetName(), names)
+		}
+		if len(index.GetValues()) == 0 {
+			return nil, nil, invalid("index %q: give at least one value", index.GetName())
+		}
+	}
+	match := func(o *object.Object) bool {
+		if ns != "" && o.Namespace != ns {
+			return false
+		}
+		if !ls.Empty() && !ls.Matches(o.Labels) {
+			return false
+		}
+		if pos >= 0 {
+			for _, v := range o.Values[pos] {
+				if slices.Contains(index.GetValues(), v) {
+					return true
+				}
+			}
+			return false
+		}
+		return true
+	}
+	return match, index, nil
+}

@@ -1,0 +1,127 @@
+// Package server serves informerd's CacheService over gRPC from the caches.
+// It is the only package that knows gRPC status codes: errors.go maps the
+// cache's errors to statuses with messages a person can act on.
+package server
+
+import (
+	"context"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/informerd/informerd/api/proto/informerd/v1"
+	"github.com/informerd/informerd/internal/object"
+	"github.com/informerd/informerd/internal/pipeline"
+)
+
+// Caches is what the server reads: the pipelines by name.
+type Caches interface {
+	Lookup(name string) (*pipeline.Pipeline, bool)
+	Pipelines() []*pipeline.Pipeline
+}
+
+// Options bound what one request may ask for.
+type Options struct {
+	// DefaultPageSize is used when a List sets no limit; MaxPageSize caps
+	// the limit a client may ask for.
+	DefaultPageSize, MaxPageSize int
+}
+
+// Server implements CacheService. Its methods may be called concurrently.
+type Server struct {
+	pb.UnimplementedCacheServiceServer
+	caches Caches
+	opts   Options
+}
+
+var _ pb.CacheServiceServer = (*Server)(nil)
+
+// New returns a server over caches.
+func New(caches Caches, opts Options) *Server {
+	if opts.DefaultPageSize <= 0 {
+		opts.DefaultPageSize = 500
+	}
+	if opts.MaxPageSize <= 0 {
+		opts.MaxPageSize = 5000
+	}
+	return &Server{caches: caches, opts: opts}
+}
+
+// ListResources implements CacheService.
+func (s *Server) ListResources(context.Context, *pb.ListResourcesRequest) (*pb.ListResourcesResponse, error) {
+	resp := &pb.ListResourcesResponse{}
+	for _, p := range s.caches.Pipelines() {
+		st := p.Status()
+		name := st.Resolved.CanonicalName()
+		if st.Resolved.GVR.Resource == "" {
+			name = st.Name
+		}
+		resp.Resources = append(resp.Resources, &pb.ResourceInfo{
+			Name:            name,
+			Group:           st.Resolved.GVR.Group,
+			Version:         st.Resolved.GVR.Version,
+			Kind:            st.Resolved.Kind,
+			Namespaced:      st.Resolved.Namespaced,
+			Indexes:         p.Indexer().IndexNames(),
+			Synced:          st.Cache.Synced,
+			ResourceVersion: st.Cache.ResourceVersion,
+			ObjectCount:     uint64(st.Cache.Objects),
+		})
+	}
+	return resp, nil
+}
+
+// Get implements CacheService.
+func (s *Server) Get(_ context.Context, req *pb.GetRequest) (*pb.GetResponse, error) {
+	p, err := s.synced(req.GetResource())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetName() == "" {
+		return nil, invalid("name is required")
+	}
+	key := object.KeyOf(req.GetNamespace(), req.GetName())
+	o, ok := p.Indexer().Get(key)
+	if !ok {
+		return nil, objectNotFound(req.GetResource(), key, p.Indexer().Stats().ResourceVersion)
+	}
+	return &pb.GetResponse{Object: toProto(o)}, nil
+}
+
+// synced finds a resource's pipeline and checks that its cache is usable.
+func (s *Server) synced(resource string) (*pipeline.Pipeline, error) {
+	if resource == "" {
+		return nil, invalid("resource is required, e.g. \"pods\"; ListResources names the served ones")
+	}
+	p, ok := s.caches.Lookup(resource)
+	if !ok {
+		return nil, unknownResource(resource, s.served())
+	}
+	if st := p.Status(); !st.Cache.Synced {
+		return nil, notSynced(resource, st)
+	}
+	return p, nil
+}
+
+func (s *Server) served() string {
+	var names []string
+	for _, p := range s.caches.Pipelines() {
+		if n := p.Status().Resolved.CanonicalName(); p.Status().Resolved.GVR.Resource != "" {
+			names = append(names, n)
+		} else {
+			names = append(names, p.Name())
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+func toProto(o *object.Object) *pb.Object {
+	return &pb.Object{Namespace: o.Namespace, Name: o.Name, Uid: o.UID, ResourceVersion: o.ResourceVersion, Json: o.JSON}
+}
+
+// Watch implements CacheService. It is not built yet: the fan-out that
+// serves watches is the next step. Clients get a status that says so.
+func (s *Server) Watch(*pb.WatchRequest, pb.CacheService_WatchServer) error {
+	return status.Error(codes.Unimplemented, "Watch is not implemented in this version of informerd yet; use List (with min_resource_version) until it is")
+}
