@@ -1,0 +1,243 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/informerd/informerd/internal/deltafifo"
+	"github.com/informerd/informerd/internal/indexer"
+	"github.com/informerd/informerd/internal/object"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func pod(name string, rv int, node string) *object.Object {
+	return &object.Object{
+		Key: "ns/" + name, Namespace: "ns", Name: name, UID: "u-" + name,
+		ResourceVersion: strconv.Itoa(rv), RV: uint64(rv),
+		Values: [][]string{{"ns"}, {node}},
+	}
+}
+
+type rig struct {
+	ix  *indexer.Indexer
+	hub *Hub
+	rv  int
+}
+
+func newRig(t *testing.T, queueLen, history int, objs ...*object.Object) *rig {
+	ix := indexer.New([]string{"namespace", "node"}, indexer.Options{HistoryMaxEvents: history})
+	var ds []deltafifo.Delta
+	for _, o := range objs {
+		ds = append(ds, deltafifo.Delta{Type: deltafifo.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
+	}
+	ds = append(ds, deltafifo.Delta{Type: deltafifo.Bookmark, ResourceVersion: "100"}, deltafifo.Delta{Type: deltafifo.Synced, ResourceVersion: "100"})
+	ix.Apply(ds)
+	r := &rig{ix: ix, hub: New(ix, Options{QueueLength: queueLen}), rv: 100}
+	t.Cleanup(func() { r.hub.Close(nil) })
+	return r
+}
+
+func (r *rig) apply(typ deltafifo.Type, name, node string) {
+	r.rv++
+	o := pod(name, r.rv, node)
+	r.ix.Apply([]deltafifo.Delta{{Type: typ, Object: o, ResourceVersion: o.ResourceVersion}})
+}
+
+func render(items []Item) []string {
+	var out []string
+	for _, it := range items {
+		s := [...]string{"", "ADDED", "MODIFIED", "DELETED", "BOOKMARK"}[it.Type] + " " + it.ResourceVersion
+		if it.Object != nil {
+			s += " " + it.Object.Name
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func onNode(node string) Selection { return Selection{Index: 1, Values: []string{node}} }
+
+func drain(t *testing.T, w *Watcher) []Item {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Next returns what is ready, then ctx's error
+	var out []Item
+	for {
+		items, err := w.Next(ctx)
+		if err != nil {
+			return out
+		}
+		out = append(out, items...)
+	}
+}
+
+func TestSelectionTransitions(t *testing.T) {
+	r := newRig(t, 100, 100, pod("a", 1, "n1"), pod("b", 2, "n2"))
+	w, initial, at, err := r.hub.Watch(WatchOptions{Selection: onNode("n1"), SendInitialEvents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"ADDED 100 a"}, render(initial)); diff != "" || at != "100" {
+		t.Errorf("initial at %s (-want +got):\n%s", at, diff)
+	}
+	r.apply(deltafifo.Updated, "a", "n1") // 101 stays: MODIFIED
+	r.apply(deltafifo.Updated, "a", "n2") // 102 leaves: DELETED
+	r.apply(deltafifo.Updated, "b", "n2") // 103 not ours: nothing
+	r.apply(deltafifo.Updated, "b", "n1") // 104 enters: ADDED
+	r.apply(deltafifo.Added, "c", "n3")   // 105 not ours
+	r.apply(deltafifo.Deleted, "b", "n1") // 106 DELETED
+	want := []string{"MODIFIED 101 a", "DELETED 102 a", "ADDED 104 b", "DELETED 106 b"}
+	if diff := cmp.Diff(want, render(drain(t, w))); diff != "" {
+		t.Errorf("items (-want +got):\n%s", diff)
+	}
+}
+
+func TestOnlyCandidatesAreVisited(t *testing.T) {
+	r := newRig(t, 10, 10)
+	var ws []*Watcher
+	for i := range 50 {
+		w, _, _, err := r.hub.Watch(WatchOptions{Selection: onNode("n" + strconv.Itoa(i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	all, _, _, err := r.hub.Watch(WatchOptions{Selection: Selection{Index: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.hub.mu.Lock()
+	got := len(r.hub.candidatesLocked(pod("x", 1, "n3"), pod("x", 2, "n7")))
+	r.hub.mu.Unlock()
+	if got != 3 {
+		t.Errorf("candidates for a move n3 -> n7 = %d, want 3 (n3, n7 and the unfiltered watcher)", got)
+	}
+	all.Close()
+	for _, w := range ws {
+		w.Close()
+	}
+	if n := r.hub.Len(); n != 0 {
+		t.Errorf("hub still holds %d watchers after Close", n)
+	}
+}
+
+func TestResumeFromResourceVersion(t *testing.T) {
+	r := newRig(t, 100, 100)
+	r.apply(deltafifo.Added, "a", "n1") // 101
+	r.apply(deltafifo.Added, "b", "n1") // 102
+	w, initial, _, err := r.hub.Watch(WatchOptions{Selection: onNode("n1"), ResourceVersion: "101"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.apply(deltafifo.Added, "c", "n1") // 103
+	got := render(append(initial, drain(t, w)...))
+	if diff := cmp.Diff([]string{"ADDED 102 b", "ADDED 103 c"}, got); diff != "" {
+		t.Errorf("resumed items (-want +got):\n%s", diff)
+	}
+	if _, _, _, err := r.hub.Watch(WatchOptions{Selection: onNode("n1"), ResourceVersion: "50"}); !errors.Is(err, indexer.ErrTooOld) {
+		t.Errorf("Watch from 50 = %v, want ErrTooOld", err)
+	}
+}
+
+func TestSlowWatcherIsReplayedFromHistory(t *testing.T) {
+	r := newRig(t, 2, 100)
+	slow, _, _, err := r.hub.Watch(WatchOptions{Selection: Selection{Index: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, _, _, err := r.hub.Watch(WatchOptions{Selection: Selection{Index: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, fastGot []string
+	for i := range 6 {
+		r.apply(deltafifo.Added, "p"+strconv.Itoa(i), "n1")
+		want = append(want, "ADDED "+strconv.Itoa(101+i)+" p"+strconv.Itoa(i))
+		fastGot = append(fastGot, render(drain(t, fast))...)
+	}
+	if diff := cmp.Diff(want, fastGot); diff != "" {
+		t.Errorf("fast watcher (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, render(drain(t, slow))); diff != "" {
+		t.Errorf("slow watcher, replayed (-want +got):\n%s", diff)
+	}
+}
+
+func TestWatcherOutOfTheWindowIsEnded(t *testing.T) {
+	r := newRig(t, 1, 2)
+	w, _, _, err := r.hub.Watch(WatchOptions{Selection: Selection{Index: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		r.apply(deltafifo.Added, "p"+strconv.Itoa(i), "n1")
+	}
+	items, err := w.Next(context.Background()) // the one queued item
+	if err != nil || len(items) != 1 {
+		t.Fatalf("first Next = %v, %v", render(items), err)
+	}
+	_, err = w.Next(context.Background())
+	var tooSlow *TooSlowError
+	if !errors.As(err, &tooSlow) || tooSlow.LastResourceVersion != "101" {
+		t.Fatalf("Next = %v, want TooSlowError at 101", err)
+	}
+	if n := r.hub.Len(); n != 0 {
+		t.Errorf("ended watcher still registered (%d)", n)
+	}
+}
+
+func TestCoalescingWatcherKeepsLatestPerObject(t *testing.T) {
+	r := newRig(t, 1, 1, pod("x", 1, "n1"), pod("gone", 2, "n1"))
+	w, _, _, err := r.hub.Watch(WatchOptions{Selection: Selection{Index: -1}, Coalesce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.apply(deltafifo.Updated, "x", "n1")    // 101
+	r.apply(deltafifo.Added, "a", "n1")      // 102
+	r.apply(deltafifo.Updated, "a", "n1")    // 103: ADDED absorbs it
+	r.apply(deltafifo.Added, "tmp", "n1")    // 104
+	r.apply(deltafifo.Deleted, "tmp", "n1")  // 105: cancels the add
+	r.apply(deltafifo.Updated, "x", "n1")    // 106: MODIFIED moves to the back
+	r.apply(deltafifo.Deleted, "gone", "n1") // 107
+	want := []string{"ADDED 103 a", "MODIFIED 106 x", "DELETED 107 gone"}
+	if diff := cmp.Diff(want, render(drain(t, w))); diff != "" {
+		t.Errorf("coalesced (-want +got):\n%s", diff)
+	}
+}
+
+func TestBookmarks(t *testing.T) {
+	r := newRig(t, 10, 10)
+	w, _, _, err := r.hub.Watch(WatchOptions{Selection: onNode("n1"), AllowBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.apply(deltafifo.Added, "other", "n2") // 101, not ours
+	r.ix.Apply([]deltafifo.Delta{{Type: deltafifo.Bookmark, ResourceVersion: "150"}})
+	if diff := cmp.Diff([]string{"BOOKMARK 150"}, render(drain(t, w))); diff != "" {
+		t.Errorf("items (-want +got):\n%s", diff)
+	}
+	if _, ok := w.Bookmark(); ok {
+		t.Error("Bookmark() offered one with nothing new since the last")
+	}
+}
+
+func TestCloseEndsWatchers(t *testing.T) {
+	r := newRig(t, 10, 10)
+	w, _, _, err := r.hub.Watch(WatchOptions{Selection: Selection{Index: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.hub.Close(nil)
+	if _, err := w.Next(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Next after hub Close = %v, want ErrClosed", err)
+	}
+	if _, _, _, err := r.hub.Watch(WatchOptions{Selection: Selection{Index: -1}}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Watch after Close = %v, want ErrClosed", err)
+	}
+}

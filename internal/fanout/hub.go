@@ -1,0 +1,176 @@
+package fanout
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/informerd/informerd/internal/indexer"
+	"github.com/informerd/informerd/internal/object"
+)
+
+// Errors a watcher ends with; callers branch with errors.Is / errors.As.
+var (
+	// ErrClosed: the hub is shutting down.
+	ErrClosed = errors.New("fanout: closed")
+)
+
+// TooSlowError ends a watcher that fell out of the history window.
+type TooSlowError struct {
+	// LastResourceVersion is the RV of the last item handed to the client.
+	LastResourceVersion string
+}
+
+func (e *TooSlowError) Error() string {
+	return "fanout: watcher fell behind the history window (last resourceVersion sent: " + e.LastResourceVersion + ")"
+}
+
+// Options tune a Hub.
+type Options struct {
+	// QueueLength bounds each watcher's queue of undelivered events.
+	QueueLength int
+}
+
+// bucket is an index value a watcher is registered under.
+type bucket struct {
+	index int
+	value string
+}
+
+// Hub fans one resource's events out to its watchers. OnEvent is called by
+// the indexer under its write lock; Watch and Close may be called from any
+// goroutine.
+type Hub struct {
+	ix   *indexer.Indexer
+	opts Options
+
+	mu       sync.Mutex
+	buckets  map[bucket]map[*Watcher]struct{}
+	all      map[*Watcher]struct{} // watchers that no index value narrows
+	watchers map[*Watcher]struct{}
+	closed   error
+	cancel   func()
+
+	rv atomic.Value // string: the RV of the last event dispatched
+}
+
+var _ indexer.Listener = (*Hub)(nil)
+
+// New returns a hub for ix and registers it as ix's listener.
+func New(ix *indexer.Indexer, opts Options) *Hub {
+	if opts.QueueLength <= 0 {
+		opts.QueueLength = 1000
+	}
+	h := &Hub{
+		ix: ix, opts: opts,
+		buckets:  map[bucket]map[*Watcher]struct{}{},
+		all:      map[*Watcher]struct{}{},
+		watchers: map[*Watcher]struct{}{},
+	}
+	h.rv.Store("")
+	h.cancel = ix.AddListener(h)
+	return h
+}
+
+// OnEvent implements indexer.Listener: it queues ev for every watcher it
+// concerns, without blocking.
+func (h *Hub) OnEvent(ev indexer.Event) {
+	h.mu.Lock()
+	if ev.Type == indexer.Bookmark {
+		for w := range h.watchers {
+			w.upstreamBookmark(ev.ResourceVersion)
+		}
+		h.mu.Unlock()
+		h.rv.Store(ev.ResourceVersion)
+		return
+	}
+	targets := h.candidatesLocked(ev.Prev, ev.Object)
+	h.mu.Unlock()
+	for w := range targets {
+		w.deliver(ev)
+	}
+	h.rv.Store(ev.ResourceVersion)
+}
+
+// candidatesLocked returns the watchers that may see a change from prev to
+// cur: those registered under any index value either state has, and those
+// registered under none.
+func (h *Hub) candidatesLocked(prev, cur *object.Object) map[*Watcher]struct{} {
+	out := make(map[*Watcher]struct{}, len(h.all))
+	for w := range h.all {
+		out[w] = struct{}{}
+	}
+	for _, o := range []*object.Object{prev, cur} {
+		if o == nil {
+			continue
+		}
+		for i, vs := range o.Values {
+			for _, v := range vs {
+				for w := range h.buckets[bucket{i, v}] {
+					out[w] = struct{}{}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (h *Hub) addLocked(w *Watcher) {
+	h.watchers[w] = struct{}{}
+	bs := w.buckets()
+	if len(bs) == 0 {
+		h.all[w] = struct{}{}
+		return
+	}
+	for _, b := range bs {
+		set := h.buckets[b]
+		if set == nil {
+			set = map[*Watcher]struct{}{}
+			h.buckets[b] = set
+		}
+		set[w] = struct{}{}
+	}
+}
+
+func (h *Hub) remove(w *Watcher) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.watchers, w)
+	delete(h.all, w)
+	for _, b := range w.buckets() {
+		delete(h.buckets[b], w)
+		if len(h.buckets[b]) == 0 {
+			delete(h.buckets, b)
+		}
+	}
+}
+
+// Len returns the number of watchers.
+func (h *Hub) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.watchers)
+}
+
+// Close ends every watcher with err (ErrClosed when nil) and refuses new
+// ones. It is idempotent.
+func (h *Hub) Close(err error) {
+	if err == nil {
+		err = ErrClosed
+	}
+	h.mu.Lock()
+	if h.closed != nil {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = err
+	ws := make([]*Watcher, 0, len(h.watchers))
+	for w := range h.watchers {
+		ws = append(ws, w)
+	}
+	h.mu.Unlock()
+	h.cancel()
+	for _, w := range ws {
+		w.end(err)
+	}
+}

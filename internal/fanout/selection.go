@@ -1,0 +1,96 @@
+// Package fanout delivers a resource's cache events to many watchers. One Hub
+// listens to the indexer; each event reaches only the watchers registered
+// under the index values the object had before or after it (plus those that
+// select everything), so dispatch cost follows the matching watchers, not
+// all of them. Each watcher has a bounded queue; the producer never blocks
+// on it: a watcher that falls behind is replayed from the cache's history,
+// or, with coalescing, keeps only the latest change per object.
+package fanout
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/informerd/informerd/internal/indexer"
+	"github.com/informerd/informerd/internal/object"
+)
+
+// Selection is what a watcher selects; every set part must match.
+type Selection struct {
+	// Namespace, when set, must equal the object's.
+	Namespace string
+	// Labels, when not nil and not empty, must match the object's labels.
+	Labels labels.Selector
+	// Index is the position of the index in object.Values, or -1; the
+	// object must have one of Values in it.
+	Index  int
+	Values []string
+}
+
+// Matches reports whether o is selected.
+func (s *Selection) Matches(o *object.Object) bool {
+	if o == nil {
+		return false
+	}
+	if s.Namespace != "" && o.Namespace != s.Namespace {
+		return false
+	}
+	if s.Labels != nil && !s.Labels.Empty() && !s.Labels.Matches(o.Labels) {
+		return false
+	}
+	if s.Index >= 0 {
+		if s.Index >= len(o.Values) {
+			return false
+		}
+		for _, v := range o.Values[s.Index] {
+			if slices.Contains(s.Values, v) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// Type is the kind of an Item.
+type Type int
+
+// Item types, as the client sees them.
+const (
+	Added Type = iota + 1
+	Modified
+	Deleted
+	Bookmark
+)
+
+// Item is one thing to send to a watcher.
+type Item struct {
+	Type   Type
+	Object *object.Object // nil for Bookmark
+	// ResourceVersion is the event's (the cache's RV after it).
+	ResourceVersion string
+	RV              uint64
+}
+
+// translate turns a cache event into what this selection sees: an object
+// entering the selection is ADDED, one leaving it DELETED.
+func (s *Selection) translate(ev indexer.Event) (Item, bool) {
+	was := ev.Prev != nil && s.Matches(ev.Prev)
+	var is bool
+	if ev.Type != indexer.Deleted {
+		is = s.Matches(ev.Object)
+	}
+	it := Item{Object: ev.Object, ResourceVersion: ev.ResourceVersion, RV: ev.RV}
+	switch {
+	case was && is:
+		it.Type = Modified
+	case is:
+		it.Type = Added
+	case was:
+		it.Type = Deleted
+	default:
+		return Item{}, false
+	}
+	return it, true
+}

@@ -1,0 +1,249 @@
+package fanout
+
+import (
+	"context"
+
+	"sync"
+
+	"github.com/informerd/informerd/internal/indexer"
+	"github.com/informerd/informerd/internal/object"
+)
+
+// WatchOptions choose how a watcher starts and behaves when slow.
+type WatchOptions struct {
+	Selection Selection
+	// ResourceVersion: deliver every change after it ("" = from now).
+	ResourceVersion string
+	// SendInitialEvents: first the selected objects as ADDED, then changes.
+	SendInitialEvents bool
+	AllowBookmarks    bool
+	// Coalesce: collapse pending changes per object instead of replaying
+	// from history when the queue is full; never ended for being slow.
+	Coalesce bool
+}
+
+// Watcher is one watch stream's view of the hub. Next is called by one
+// goroutine (the stream's); the hub delivers from the indexer's goroutine.
+type Watcher struct {
+	hub  *Hub
+	opts WatchOptions
+
+	mu              sync.Mutex
+	q               queue
+	lagging         bool   // queue overflowed; replay from lastRV
+	lastRV          string // every event up to here has been queued or skipped
+	sentRV          string // RV of the last item Next returned
+	pendingBookmark string // RV of a bookmark to send once the queue is empty
+	err             error  // set when ended
+	notify          chan struct{}
+}
+
+// Watch registers a watcher and returns it with the items to send first:
+// the initial objects as ADDED (with SendInitialEvents) or the events after
+// ResourceVersion, and the RV they bring the client to.
+func (h *Hub) Watch(opts WatchOptions) (w *Watcher, initial []Item, at string, err error) {
+	w = &Watcher{hub: h, opts: opts, notify: make(chan struct{}, 1)}
+	if opts.Coalesce {
+		w.q = newCoalescing()
+	} else {
+		w.q = &fifo{limit: h.opts.QueueLength}
+	}
+	start := indexer.Start{ResourceVersion: opts.ResourceVersion}
+	if opts.SendInitialEvents {
+		start = indexer.Start{Snapshot: true, Match: opts.Selection.Matches}
+	}
+	var closed error
+	err = h.ix.Join(start, func(replay []indexer.Event, snapshot []*object.Object, rv string) {
+		for _, o := range snapshot {
+			initial = append(initial, Item{Type: Added, Object: o, ResourceVersion: rv})
+		}
+		for _, ev := range replay {
+			if it, ok := opts.Selection.translate(ev); ok {
+				initial = append(initial, it)
+			}
+		}
+		at = rv
+		w.lastRV, w.sentRV = rv, rv
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.closed != nil {
+			closed = h.closed
+			return
+		}
+		h.addLocked(w)
+	})
+	if err == nil {
+		err = closed
+	}
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return w, initial, at, nil
+}
+
+func (w *Watcher) buckets() []bucket {
+	s := &w.opts.Selection
+	if s.Index >= 0 {
+		out := make([]bucket, 0, len(s.Values))
+		for _, v := range s.Values {
+			out = append(out, bucket{s.Index, v})
+		}
+		return out
+	}
+	if s.Namespace != "" {
+		return []bucket{{0, s.Namespace}} // the namespace index
+	}
+	return nil
+}
+
+func (w *Watcher) wake() {
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+}
+
+// deliver queues what ev means to this watcher; it never blocks.
+func (w *Watcher) deliver(ev indexer.Event) {
+	it, ok := w.opts.Selection.translate(ev)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil || w.lagging {
+		return
+	}
+	sameGroup := ev.ResourceVersion == w.lastRV
+	if ok {
+		if !w.q.push(it, sameGroup) {
+			w.lagging = true
+			w.wake()
+			return
+		}
+		w.pendingBookmark = "" // the item itself moves the client past it
+		w.wake()
+	}
+	w.lastRV = ev.ResourceVersion
+}
+
+// upstreamBookmark records that every event up to rv has been dispatched.
+func (w *Watcher) upstreamBookmark(rv string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil || w.lagging {
+		return
+	}
+	w.lastRV = rv
+	if w.opts.AllowBookmarks {
+		w.pendingBookmark = rv
+		w.wake()
+	}
+}
+
+// Bookmark returns a BOOKMARK item at the latest resourceVersion this
+// watcher has been fully served up to, if nothing is pending; the stream
+// sends one when it has been idle a while.
+func (w *Watcher) Bookmark() (Item, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil || w.lagging || w.q.len() > 0 || w.lastRV == "" || w.lastRV == w.sentRV {
+		return Item{}, false
+	}
+	w.sentRV = w.lastRV
+	return Item{Type: Bookmark, ResourceVersion: w.lastRV}, true
+}
+
+// Next waits for items and returns them in order. It returns the watcher's
+// error once it has ended (ErrClosed, a *TooSlowError), or ctx's error
+// without ending the watcher; the caller Closes it when done.
+func (w *Watcher) Next(ctx context.Context) ([]Item, error) {
+	for {
+		w.mu.Lock()
+		if w.err != nil {
+			err := w.err
+			w.mu.Unlock()
+			return nil, err
+		}
+		if w.q.len() > 0 {
+			items := w.q.popAll()
+			w.sentRV = items[len(items)-1].ResourceVersion
+			w.mu.Unlock()
+			return items, nil
+		}
+		if w.lagging {
+			w.mu.Unlock()
+			items, err := w.replay()
+			if err != nil {
+				return nil, err
+			}
+			if len(items) > 0 {
+				return items, nil
+			}
+			continue
+		}
+		if w.pendingBookmark != "" {
+			it := Item{Type: Bookmark, ResourceVersion: w.pendingBookmark}
+			w.pendingBookmark, w.sentRV = "", it.ResourceVersion
+			w.mu.Unlock()
+			return []Item{it}, nil
+		}
+		w.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-w.notify:
+		}
+	}
+}
+
+// replay catches a lagging watcher up from the cache's history, atomically
+// with rejoining the live stream.
+func (w *Watcher) replay() ([]Item, error) {
+	w.mu.Lock()
+	from := w.lastRV
+	w.mu.Unlock()
+	var items []Item
+	err := w.hub.ix.Join(indexer.Start{ResourceVersion: from}, func(replay []indexer.Event, _ []*object.Object, at string) {
+		for _, ev := range replay {
+			if it, ok := w.opts.Selection.translate(ev); ok {
+				items = append(items, it)
+			}
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.lagging = false
+		w.lastRV = at
+		if len(items) > 0 {
+			w.sentRV = items[len(items)-1].ResourceVersion
+		}
+	})
+	if err != nil {
+		w.mu.Lock()
+		sent := w.sentRV
+		w.mu.Unlock()
+		tooSlow := &TooSlowError{LastResourceVersion: sent}
+		w.end(tooSlow)
+		return nil, tooSlow
+	}
+	return items, nil
+}
+
+// end stops the watcher with err; Next returns it from now on.
+func (w *Watcher) end(err error) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+		w.q.popAll()
+	}
+	w.mu.Unlock()
+	w.wake()
+	w.hub.remove(w)
+}
+
+// Close unregisters the watcher. It is idempotent.
+func (w *Watcher) Close() { w.end(ErrClosed) }
+
+// SentResourceVersion is the RV of the last item Next returned.
+func (w *Watcher) SentResourceVersion() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sentRV
+}
