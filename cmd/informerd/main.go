@@ -124,7 +124,8 @@ func run1(o options, log *slog.Logger) error {
 	healthSrv.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	grpcSrv := grpc.NewServer()
 	healthpb.RegisterHealthServer(grpcSrv, healthSrv)
-	pb.RegisterCacheServiceServer(grpcSrv, server.New(caches, server.Options{}))
+	cacheSrv := server.New(caches, server.Options{})
+	pb.RegisterCacheServiceServer(grpcSrv, cacheSrv)
 	reflection.Register(grpcSrv)
 
 	grpcLis, err := listen(o.grpcAddress)
@@ -142,7 +143,6 @@ func run1(o options, log *slog.Logger) error {
 	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	log.Info("informerd is listening", "grpc", grpcLis.Addr().String(), "metrics", "http://"+metricsLis.Addr().String()+"/metrics")
-	log.Warn("CacheService serves ListResources, Get and List; Watch is not implemented yet")
 
 	var g run.Group
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -150,7 +150,10 @@ func run1(o options, log *slog.Logger) error {
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
 	g.Add(func() error { return reportSynced(ctx, caches, healthSrv, log) }, func(error) { cancel() })
 	g.Add(func() error { return grpcSrv.Serve(grpcLis) }, func(error) {
+		// NOT_SERVING first, then end watch streams with a status that
+		// says where to resume, then let unary calls finish.
 		healthSrv.Shutdown()
+		cacheSrv.Stop()
 		stopped := make(chan struct{})
 		go func() { grpcSrv.GracefulStop(); close(stopped) }()
 		select {

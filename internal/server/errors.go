@@ -18,6 +18,8 @@ const (
 	ReasonTooOld          = "RESOURCE_VERSION_TOO_OLD"
 	ReasonContinueExpired = "CONTINUE_TOKEN_EXPIRED"
 	ReasonNotSynced       = "CACHE_NOT_SYNCED"
+	ReasonSlowConsumer    = "SLOW_CONSUMER"
+	ReasonShutdown        = "SHUTTING_DOWN"
 	errorDomain           = "informerd.io"
 )
 
@@ -62,6 +64,8 @@ func toStatus(err error) error {
 		return withInfo(codes.OutOfRange, ReasonTooOld, err.Error()+"; list again and watch from the list's resourceVersion", nil)
 	case errors.Is(err, indexer.ErrBadResourceVersion), errors.Is(err, indexer.ErrUnknownIndex):
 		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, indexer.ErrAhead):
+		return status.Error(codes.Unavailable, err.Error()+"; this replica has not caught up yet, retry")
 	case errors.Is(err, indexer.ErrNotSynced):
 		return withInfo(codes.Unavailable, ReasonNotSynced, err.Error()+"; retry shortly", nil)
 	case errors.Is(err, context.DeadlineExceeded):

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
+	"github.com/informerd/informerd/internal/fanout"
 	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/object"
 )
@@ -32,10 +33,11 @@ func (s *Server) List(ctx context.Context, req *pb.ListRequest) (*pb.ListRespons
 	if err != nil {
 		return nil, err
 	}
-	match, index, err := compile(p.Indexer(), req.GetSelector())
+	sel, err := selection(p.Indexer(), req.GetSelector())
 	if err != nil {
 		return nil, err
 	}
+	match, index := sel.Matches, req.GetSelector().GetIndex()
 	limit := int(req.GetLimit())
 	switch {
 	case limit < 0:
@@ -47,14 +49,8 @@ func (s *Server) List(ctx context.Context, req *pb.ListRequest) (*pb.ListRespons
 	}
 	ix := p.Indexer()
 	if mrv := req.GetMinResourceVersion(); mrv != "" {
-		wctx, cancel := ctx, context.CancelFunc(func() {})
-		if _, ok := ctx.Deadline(); !ok {
-			wctx, cancel = context.WithTimeout(ctx, maxWait)
-		}
-		err := ix.WaitFor(wctx, mrv)
-		cancel()
-		if err != nil {
-			return nil, toStatus(err)
+		if err := s.waitFor(ctx, ix, mrv); err != nil {
+			return nil, err
 		}
 	}
 
@@ -75,6 +71,7 @@ func (s *Server) List(ctx context.Context, req *pb.ListRequest) (*pb.ListRespons
 			return nil, toStatus(err)
 		}
 	} else if index != nil {
+		// The index lookup narrows; match re-checks namespace and labels.
 		snap, err = ix.ByIndex(index.GetName(), index.GetValues(), match)
 		if err != nil {
 			return nil, toStatus(err)
@@ -123,42 +120,24 @@ func decodeToken(s string) (continueToken, error) {
 	return t, nil
 }
 
-// compile turns a Selector into a match function over every condition
-// (namespace, labels, index), and returns the index part for a fast lookup.
-func compile(ix *indexer.Indexer, sel *pb.Selector) (func(*object.Object) bool, *pb.IndexSelector, error) {
-	ns := sel.GetNamespace()
+// selection validates a Selector and turns it into the fan-out's form, with
+// Index -1 when no index is selected.
+func selection(ix *indexer.Indexer, sel *pb.Selector) (fanout.Selection, error) {
 	ls, err := labels.Parse(sel.GetLabelSelector())
 	if err != nil {
-		return nil, nil, invalid("label_selector %q: %v", sel.GetLabelSelector(), err)
+		return fanout.Selection{}, invalid("label_selector %q: %v", sel.GetLabelSelector(), err)
 	}
-	index := sel.GetIndex()
-	pos := -1
-	if index != nil {
+	out := fanout.Selection{Namespace: sel.GetNamespace(), Labels: ls, Index: -1}
+	if index := sel.GetIndex(); index != nil {
 		names := ix.IndexNames()
-		pos = slices.Index(names, index.GetName())
-		if pos < 0 {
-			return nil, nil, invalid("index %q does not exist; indexes of this resource: %v", index.GetName(), names)
+		out.Index = slices.Index(names, index.GetName())
+		if out.Index < 0 {
+			return fanout.Selection{}, invalid("index %q does not exist; indexes of this resource: %v", index.GetName(), names)
 		}
 		if len(index.GetValues()) == 0 {
-			return nil, nil, invalid("index %q: give at least one value", index.GetName())
+			return fanout.Selection{}, invalid("index %q: give at least one value", index.GetName())
 		}
+		out.Values = index.GetValues()
 	}
-	match := func(o *object.Object) bool {
-		if ns != "" && o.Namespace != ns {
-			return false
-		}
-		if !ls.Empty() && !ls.Matches(o.Labels) {
-			return false
-		}
-		if pos >= 0 {
-			for _, v := range o.Values[pos] {
-				if slices.Contains(index.GetValues(), v) {
-					return true
-				}
-			}
-			return false
-		}
-		return true
-	}
-	return match, index, nil
+	return out, nil
 }

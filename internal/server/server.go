@@ -5,12 +5,11 @@ package server
 
 import (
 	"context"
+	"errors"
 	"strings"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
+	"github.com/informerd/informerd/internal/fanout"
 	"github.com/informerd/informerd/internal/object"
 	"github.com/informerd/informerd/internal/pipeline"
 )
@@ -26,13 +25,20 @@ type Options struct {
 	// DefaultPageSize is used when a List sets no limit; MaxPageSize caps
 	// the limit a client may ask for.
 	DefaultPageSize, MaxPageSize int
+	// WatchQueueLength bounds each watch stream's queue of undelivered
+	// events; past it the stream is replayed from history.
+	WatchQueueLength int
 }
+
+// errShutdown ends every watch when the server stops.
+var errShutdown = errors.New("server: shutting down")
 
 // Server implements CacheService. Its methods may be called concurrently.
 type Server struct {
 	pb.UnimplementedCacheServiceServer
 	caches Caches
 	opts   Options
+	hubs   map[*pipeline.Pipeline]*fanout.Hub
 }
 
 var _ pb.CacheServiceServer = (*Server)(nil)
@@ -45,7 +51,20 @@ func New(caches Caches, opts Options) *Server {
 	if opts.MaxPageSize <= 0 {
 		opts.MaxPageSize = 5000
 	}
-	return &Server{caches: caches, opts: opts}
+	s := &Server{caches: caches, opts: opts, hubs: map[*pipeline.Pipeline]*fanout.Hub{}}
+	for _, p := range caches.Pipelines() {
+		s.hubs[p] = fanout.New(p.Indexer(), fanout.Options{QueueLength: opts.WatchQueueLength})
+	}
+	return s
+}
+
+// Stop ends every watch stream with UNAVAILABLE and the resourceVersion to
+// resume from; call it before grpc.Server.GracefulStop, which waits for
+// streams to end. It is idempotent.
+func (s *Server) Stop() {
+	for _, h := range s.hubs {
+		h.Close(errShutdown)
+	}
 }
 
 // ListResources implements CacheService.
@@ -118,10 +137,4 @@ func (s *Server) served() string {
 
 func toProto(o *object.Object) *pb.Object {
 	return &pb.Object{Namespace: o.Namespace, Name: o.Name, Uid: o.UID, ResourceVersion: o.ResourceVersion, Json: o.JSON}
-}
-
-// Watch implements CacheService. It is not built yet: the fan-out that
-// serves watches is the next step. Clients get a status that says so.
-func (s *Server) Watch(*pb.WatchRequest, pb.CacheService_WatchServer) error {
-	return status.Error(codes.Unimplemented, "Watch is not implemented in this version of informerd yet; use List (with min_resource_version) until it is")
 }

@@ -40,6 +40,8 @@ func TestMain(m *testing.M) { testenv.Main(m, &env) }
 type fixture struct {
 	client pb.CacheServiceClient
 	kube   *kubernetes.Clientset
+	srv    *server.Server
+	set    *pipeline.Set
 }
 
 func setup(t *testing.T, ns string) *fixture {
@@ -58,13 +60,30 @@ func setup(t *testing.T, ns string) *fixture {
 			t.Fatal(err)
 		}
 	}
-	c, err := config.Parse([]byte(fmt.Sprintf(`
+	f := serve(t, fmt.Sprintf(`
 resources:
   - resource: pods
     namespace: %s
     indexes: [{name: node, jsonpath: "{.spec.nodeName}"}]
   - resource: gadgets.v1.example.com
-`, ns)))
+`, ns))
+	set := f.set
+	pods, _ := set.Lookup("pods")
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(wctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		return pods.Indexer().Stats().Objects == 5, nil
+	}); err != nil {
+		t.Fatal("pods cache never held the 5 pods")
+	}
+	return f
+}
+
+// serve runs caches for yaml and a CacheService over an in-memory
+// connection until the test ends.
+func serve(t *testing.T, yaml string) *fixture {
+	t.Helper()
+	c, err := config.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,9 +98,10 @@ resources:
 
 	lis := bufconn.Listen(1 << 20)
 	gs := grpc.NewServer()
-	pb.RegisterCacheServiceServer(gs, server.New(set, server.Options{DefaultPageSize: 2, MaxPageSize: 3}))
+	srv := server.New(set, server.Options{DefaultPageSize: 2, MaxPageSize: 3, WatchQueueLength: 100})
+	pb.RegisterCacheServiceServer(gs, srv)
 	go func() { _ = gs.Serve(lis) }()
-	t.Cleanup(gs.Stop)
+	t.Cleanup(func() { srv.Stop(); gs.Stop() })
 	conn, err := grpc.NewClient("passthrough:///bufnet",
 		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return lis.Dial() }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -89,17 +109,7 @@ resources:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	f := &fixture{client: pb.NewCacheServiceClient(conn), kube: kube}
-
-	pods, _ := set.Lookup("pods")
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(wctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-		return pods.Indexer().Stats().Objects == 5, nil
-	}); err != nil {
-		t.Fatal("pods cache never held the 5 pods")
-	}
-	return f
+	return &fixture{client: pb.NewCacheServiceClient(conn), kube: kubernetes.NewForConfigOrDie(env.Config), srv: srv, set: set}
 }
 
 func names(objs []*pb.Object) []string {

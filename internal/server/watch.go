@@ -1,0 +1,120 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	pb "github.com/informerd/informerd/api/proto/informerd/v1"
+	"github.com/informerd/informerd/internal/fanout"
+	"github.com/informerd/informerd/internal/indexer"
+)
+
+// idleBookmark is how long a watch with bookmarks allowed may go without
+// anything sent before it gets a BOOKMARK with the latest resourceVersion.
+const idleBookmark = 30 * time.Second
+
+var eventTypes = map[fanout.Type]pb.EventType{
+	fanout.Added:    pb.EventType_EVENT_TYPE_ADDED,
+	fanout.Modified: pb.EventType_EVENT_TYPE_MODIFIED,
+	fanout.Deleted:  pb.EventType_EVENT_TYPE_DELETED,
+	fanout.Bookmark: pb.EventType_EVENT_TYPE_BOOKMARK,
+}
+
+// Watch implements CacheService.
+func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer) error {
+	ctx := stream.Context()
+	p, err := s.synced(req.GetResource())
+	if err != nil {
+		return err
+	}
+	sel, err := selection(p.Indexer(), req.GetSelector())
+	if err != nil {
+		return err
+	}
+	opts := fanout.WatchOptions{
+		Selection:         sel,
+		ResourceVersion:   req.GetResourceVersion(),
+		SendInitialEvents: req.GetSendInitialEvents(),
+		AllowBookmarks:    req.GetAllowBookmarks(),
+		Coalesce:          req.GetSlowConsumerPolicy() == pb.SlowConsumerPolicy_SLOW_CONSUMER_POLICY_COALESCE,
+	}
+	if rv := opts.ResourceVersion; rv != "" {
+		// A client failing over from a replica that is further along waits
+		// here until this cache has caught up.
+		if err := s.waitFor(ctx, p.Indexer(), rv); err != nil {
+			return err
+		}
+	}
+	w, initial, at, err := s.hubs[p].Watch(opts)
+	if err != nil {
+		return s.watchStatus(err, opts.ResourceVersion)
+	}
+	defer w.Close()
+	if err := send(stream, initial); err != nil {
+		return err
+	}
+	if opts.SendInitialEvents {
+		if err := stream.Send(&pb.WatchResponse{Type: pb.EventType_EVENT_TYPE_INITIAL_EVENTS_END, ResourceVersion: at}); err != nil {
+			return err
+		}
+	}
+	for {
+		nctx, cancel := context.WithTimeout(ctx, idleBookmark)
+		items, err := w.Next(nctx)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			if it, ok := w.Bookmark(); ok && opts.AllowBookmarks {
+				items, err = []fanout.Item{it}, nil
+			} else {
+				continue
+			}
+		}
+		if err != nil {
+			return s.watchStatus(err, w.SentResourceVersion())
+		}
+		if err := send(stream, items); err != nil {
+			return err
+		}
+	}
+}
+
+func send(stream pb.CacheService_WatchServer, items []fanout.Item) error {
+	for _, it := range items {
+		resp := &pb.WatchResponse{Type: eventTypes[it.Type], ResourceVersion: it.ResourceVersion}
+		if it.Object != nil {
+			resp.Object = toProto(it.Object)
+		}
+		if err := stream.Send(resp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) waitFor(ctx context.Context, ix *indexer.Indexer, rv string) error {
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if _, ok := ctx.Deadline(); !ok {
+		wctx, cancel = context.WithTimeout(ctx, maxWait)
+	}
+	defer cancel()
+	return toStatus(ix.WaitFor(wctx, rv))
+}
+
+// watchStatus maps how a watch ended to the status the client gets.
+func (s *Server) watchStatus(err error, lastRV string) error {
+	meta := map[string]string{"last_resource_version": lastRV}
+	var tooSlow *fanout.TooSlowError
+	switch {
+	case errors.As(err, &tooSlow):
+		meta["last_resource_version"] = tooSlow.LastResourceVersion
+		return withInfo(codes.ResourceExhausted, ReasonSlowConsumer,
+			"this watch fell behind the history window and was ended; watch again from last_resource_version, or list again if that is too old (or ask for slow_consumer_policy COALESCE)", meta)
+	case errors.Is(err, errShutdown), errors.Is(err, fanout.ErrClosed):
+		return withInfo(codes.Unavailable, ReasonShutdown,
+			"informerd is shutting down; watch again (on another replica) from last_resource_version "+lastRV, meta)
+	}
+	return toStatus(err)
+}
