@@ -11,7 +11,7 @@ BUF       := $(GO) tool -modfile=$(CURDIR)/tools/buf/go.mod buf
 TEST_FLAGS ?= -race -count=1 -timeout=20m
 export INFORMERD_CONTROLPLANE_DIR ?= $(BIN)/controlplane/current
 
-.PHONY: help build test unit integration lint proto verify verify-proto verify-tidy verify-fmt run testenv bench clean
+.PHONY: help build test lint proto verify verify-proto verify-tidy run testenv node-deps bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -22,12 +22,14 @@ build: ## build informerd into bin/
 testenv: ## build the pinned kube-apiserver and etcd (skipped when already built)
 	hack/controlplane/build.sh
 
-test: verify testenv ## everything CI checks: verify, unit and integration tests with -race on the real control plane, one pass of each benchmark
+test: verify testenv node-deps ## everything CI checks: verify, unit and integration tests with -race on the real control plane, one pass of each benchmark
 	$(GO) test $(TEST_FLAGS) ./...
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./...
 
-unit: ## tests that need no control plane (-short)
-	$(GO) test -short $(TEST_FLAGS) ./...
+node-deps: examples/node/node_modules/.package-lock.json ## install the Node.js example's pinned packages (npm ci)
+
+examples/node/node_modules/.package-lock.json: examples/node/package.json examples/node/package-lock.json
+	cd examples/node && npm ci --no-audit --no-fund
 
 lint: ## gofmt, go vet, staticcheck
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$out" ]]; then echo "gofmt needed in:"; echo "$$out"; exit 1; fi
