@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
@@ -43,6 +44,9 @@ type options struct {
 	logFormat       string
 	logLevel        string
 	shutdownTimeout time.Duration
+	maxWatches      int
+	maxStreamsConn  uint
+	maxRecvMsgBytes int
 }
 
 func main() {
@@ -54,6 +58,9 @@ func main() {
 	flag.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	flag.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long graceful shutdown may take before streams are cut")
+	flag.IntVar(&o.maxWatches, "max-watches", 10000, "most Watch streams open at once, over all clients")
+	flag.UintVar(&o.maxStreamsConn, "max-streams-per-connection", 1000, "most concurrent gRPC streams on one client connection")
+	flag.IntVar(&o.maxRecvMsgBytes, "max-request-bytes", 1<<20, "largest request message accepted")
 	flag.Parse()
 
 	log, err := newLogger(o.logFormat, o.logLevel)
@@ -122,9 +129,16 @@ func run1(o options, log *slog.Logger) error {
 
 	healthSrv := health.NewServer()
 	healthSrv.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	grpcSrv := grpc.NewServer()
+	grpcSrv := grpc.NewServer(
+		grpc.MaxRecvMsgSize(o.maxRecvMsgBytes),
+		grpc.MaxConcurrentStreams(uint32(o.maxStreamsConn)),
+		// Clients may ping at most every 10s (also while idle); the server
+		// pings idle connections to find clients that vanished.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
+	)
 	healthpb.RegisterHealthServer(grpcSrv, healthSrv)
-	cacheSrv := server.New(caches, server.Options{})
+	cacheSrv := server.New(caches, server.Options{MaxWatches: o.maxWatches})
 	pb.RegisterCacheServiceServer(grpcSrv, cacheSrv)
 	reflection.Register(grpcSrv)
 

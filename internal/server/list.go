@@ -94,7 +94,12 @@ func (s *Server) List(ctx context.Context, req *pb.ListRequest) (*pb.ListRespons
 	}
 	end := min(start+limit, len(objs))
 	resp := &pb.ListResponse{ResourceVersion: snap.ResourceVersion, Objects: make([]*pb.Object, 0, end-start)}
-	for _, o := range objs[start:end] {
+	bytes := 0
+	for i, o := range objs[start:end] {
+		if bytes += len(o.JSON); bytes > s.opts.MaxPageBytes && i > 0 {
+			end = start + i
+			break
+		}
 		resp.Objects = append(resp.Objects, toProto(o))
 	}
 	if end < len(objs) {

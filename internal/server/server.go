@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/fanout"
@@ -25,9 +26,15 @@ type Options struct {
 	// DefaultPageSize is used when a List sets no limit; MaxPageSize caps
 	// the limit a client may ask for.
 	DefaultPageSize, MaxPageSize int
+	// MaxPageBytes ends a List page early, with a continue token, once its
+	// objects' JSON reaches this size, so pages fit a client's default 4 MiB
+	// receive limit. A single larger object is still sent alone.
+	MaxPageBytes int
 	// WatchQueueLength bounds each watch stream's queue of undelivered
 	// events; past it the stream is replayed from history.
 	WatchQueueLength int
+	// MaxWatches bounds the Watch streams open at once across all clients.
+	MaxWatches int
 }
 
 // errShutdown ends every watch when the server stops.
@@ -39,6 +46,8 @@ type Server struct {
 	caches Caches
 	opts   Options
 	hubs   map[*pipeline.Pipeline]*fanout.Hub
+	// watches counts open Watch streams, against MaxWatches.
+	watches atomic.Int64
 }
 
 var _ pb.CacheServiceServer = (*Server)(nil)
@@ -50,6 +59,12 @@ func New(caches Caches, opts Options) *Server {
 	}
 	if opts.MaxPageSize <= 0 {
 		opts.MaxPageSize = 5000
+	}
+	if opts.MaxPageBytes <= 0 {
+		opts.MaxPageBytes = 3 << 20
+	}
+	if opts.MaxWatches <= 0 {
+		opts.MaxWatches = 10000
 	}
 	s := &Server{caches: caches, opts: opts, hubs: map[*pipeline.Pipeline]*fanout.Hub{}}
 	for _, p := range caches.Pipelines() {

@@ -81,7 +81,7 @@ resources:
 
 // serve runs caches for yaml and a CacheService over an in-memory
 // connection until the test ends.
-func serve(t *testing.T, yaml string) *fixture {
+func serve(t *testing.T, yaml string, opts ...server.Options) *fixture {
 	t.Helper()
 	c, err := config.Parse([]byte(yaml))
 	if err != nil {
@@ -98,7 +98,11 @@ func serve(t *testing.T, yaml string) *fixture {
 
 	lis := bufconn.Listen(1 << 20)
 	gs := grpc.NewServer()
-	srv := server.New(set, server.Options{DefaultPageSize: 2, MaxPageSize: 3, WatchQueueLength: 100})
+	o := server.Options{DefaultPageSize: 2, MaxPageSize: 3, WatchQueueLength: 100}
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	srv := server.New(set, o)
 	pb.RegisterCacheServiceServer(gs, srv)
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(func() { srv.Stop(); gs.Stop() })

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/fanout"
@@ -26,6 +27,11 @@ var eventTypes = map[fanout.Type]pb.EventType{
 // Watch implements CacheService.
 func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer) error {
 	ctx := stream.Context()
+	if n := s.watches.Add(1); n > int64(s.opts.MaxWatches) {
+		s.watches.Add(-1)
+		return status.Errorf(codes.ResourceExhausted, "too many watches: the limit of %d open Watch streams (--max-watches) is reached; retry later or use another replica", s.opts.MaxWatches)
+	}
+	defer s.watches.Add(-1)
 	p, err := s.synced(req.GetResource())
 	if err != nil {
 		return err
