@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -32,6 +33,7 @@ import (
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/config"
+	"github.com/informerd/informerd/internal/metrics"
 	"github.com/informerd/informerd/internal/pipeline"
 	"github.com/informerd/informerd/internal/server"
 )
@@ -119,13 +121,16 @@ func run1(o options, log *slog.Logger) error {
 		return fmt.Errorf("reach API server at %s: %w", restConfig.Host, err)
 	}
 	log.Info("connected to API server", "host", restConfig.Host, "version", version.GitVersion, "resources", len(cfg.Resources))
-	caches, err := pipeline.NewSet(cfg, restConfig, log)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := metrics.New(reg)
+	caches, err := pipeline.NewSet(cfg, restConfig, log, pipeline.WithIngestObserver(m))
 	if err != nil {
 		return err
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	grpcMetrics := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
+	reg.MustRegister(grpcMetrics)
 
 	healthSrv := health.NewServer()
 	healthSrv.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
@@ -136,10 +141,14 @@ func run1(o options, log *slog.Logger) error {
 		// pings idle connections to find clients that vanished.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
+		grpc.ChainUnaryInterceptor(grpcMetrics.UnaryServerInterceptor()),
+		grpc.ChainStreamInterceptor(grpcMetrics.StreamServerInterceptor()),
 	)
 	healthpb.RegisterHealthServer(grpcSrv, healthSrv)
-	cacheSrv := server.New(caches, server.Options{MaxWatches: o.maxWatches})
+	cacheSrv := server.New(caches, server.Options{MaxWatches: o.maxWatches, Observer: m})
 	pb.RegisterCacheServiceServer(grpcSrv, cacheSrv)
+	grpcMetrics.InitializeMetrics(grpcSrv)
+	reg.MustRegister(metrics.NewCollector(caches, cacheSrv))
 	reflection.Register(grpcSrv)
 
 	grpcLis, err := listen(o.grpcAddress)

@@ -9,6 +9,7 @@ package fanout
 
 import (
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -71,6 +72,9 @@ type Item struct {
 	// ResourceVersion is the event's (the cache's RV after it).
 	ResourceVersion string
 	RV              uint64
+	// Applied is when the change entered the cache; zero for initial
+	// objects and bookmarks.
+	Applied time.Time
 }
 
 // translate turns a cache event into what this selection sees: an object
@@ -81,7 +85,7 @@ func (s *Selection) translate(ev indexer.Event) (Item, bool) {
 	if ev.Type != indexer.Deleted {
 		is = s.Matches(ev.Object)
 	}
-	it := Item{Object: ev.Object, ResourceVersion: ev.ResourceVersion, RV: ev.RV}
+	it := Item{Object: ev.Object, ResourceVersion: ev.ResourceVersion, RV: ev.RV, Applied: ev.Applied}
 	switch {
 	case was && is:
 		it.Type = Modified

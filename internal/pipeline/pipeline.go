@@ -78,6 +78,7 @@ type Pipeline struct {
 	index   *indexer.Indexer
 	fifo    *deltafifo.FIFO
 	log     *slog.Logger
+	ingest  IngestObserver // may be nil
 
 	mu        sync.Mutex
 	phase     Phase
@@ -195,7 +196,7 @@ func (p *Pipeline) Run(ctx context.Context, client dynamic.Interface, mapper Map
 		refl.Run(rctx)
 		p.fifo.Close() // unblocks the consumer
 	})
-	err = p.consume(rctx)
+	err = p.consume(rctx, res.CanonicalName())
 	cancel()
 	p.fifo.Close() // unblocks a reflector waiting on a full queue
 	wg.Wait()
@@ -211,13 +212,23 @@ func (p *Pipeline) selectors(o *metav1.ListOptions) {
 }
 
 // consume applies queued deltas to the cache until the queue closes.
-func (p *Pipeline) consume(ctx context.Context) error {
+func (p *Pipeline) consume(ctx context.Context, resource string) error {
 	for {
 		deltas, err := p.fifo.Pop(ctx)
 		if err != nil {
 			return err
 		}
 		p.index.Apply(deltas)
+		if p.ingest == nil {
+			continue
+		}
+		now := time.Now()
+		for _, d := range deltas {
+			switch d.Type {
+			case deltafifo.Added, deltafifo.Updated, deltafifo.Deleted:
+				p.ingest.ObserveIngest(resource, now.Sub(d.Received))
+			}
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -22,11 +23,24 @@ type Set struct {
 	client    dynamic.Interface
 	mapper    Mapper
 	log       *slog.Logger
+	ingest    IngestObserver
 }
+
+// IngestObserver is told how long each change took from its receipt from the
+// API server to its entry in the cache.
+type IngestObserver interface {
+	ObserveIngest(resource string, d time.Duration)
+}
+
+// Option configures a Set.
+type Option func(*Set)
+
+// WithIngestObserver reports ingest delays to o.
+func WithIngestObserver(o IngestObserver) Option { return func(s *Set) { s.ingest = o } }
 
 // NewSet builds the pipelines of c against the API server of restConfig.
 // It starts nothing and does not contact the API server.
-func NewSet(c *config.Config, restConfig *rest.Config, log *slog.Logger) (*Set, error) {
+func NewSet(c *config.Config, restConfig *rest.Config, log *slog.Logger, opts ...Option) (*Set, error) {
 	client, err := dynamic.NewForConfig(restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
@@ -40,11 +54,15 @@ func NewSet(c *config.Config, restConfig *rest.Config, log *slog.Logger) (*Set, 
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
 		log:    log,
 	}
+	for _, o := range opts {
+		o(s)
+	}
 	for _, r := range c.Resources {
 		p, err := New(c, r, log)
 		if err != nil {
 			return nil, err
 		}
+		p.ingest = s.ingest
 		s.pipelines = append(s.pipelines, p)
 	}
 	return s, nil

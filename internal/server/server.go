@@ -8,6 +8,7 @@ import (
 	"errors"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/fanout"
@@ -35,7 +36,23 @@ type Options struct {
 	WatchQueueLength int
 	// MaxWatches bounds the Watch streams open at once across all clients.
 	MaxWatches int
+	// Observer, if set, is told about deliveries and ended streams.
+	Observer Observer
 }
+
+// Observer receives the fan-out's measurements (the metrics package).
+type Observer interface {
+	// ObserveDelivery: how long a change took from its entry in the cache
+	// to being handed to a stream.
+	ObserveDelivery(resource string, d time.Duration)
+	// StreamEnded: a Watch stream ended, for a bounded reason.
+	StreamEnded(resource, reason string)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) ObserveDelivery(string, time.Duration) {}
+func (nopObserver) StreamEnded(string, string)            {}
 
 // errShutdown ends every watch when the server stops.
 var errShutdown = errors.New("server: shutting down")
@@ -66,11 +83,22 @@ func New(caches Caches, opts Options) *Server {
 	if opts.MaxWatches <= 0 {
 		opts.MaxWatches = 10000
 	}
+	if opts.Observer == nil {
+		opts.Observer = nopObserver{}
+	}
 	s := &Server{caches: caches, opts: opts, hubs: map[*pipeline.Pipeline]*fanout.Hub{}}
 	for _, p := range caches.Pipelines() {
 		s.hubs[p] = fanout.New(p.Indexer(), fanout.Options{QueueLength: opts.WatchQueueLength})
 	}
 	return s
+}
+
+// Watchers returns the number of open Watch streams on p's resource.
+func (s *Server) Watchers(p *pipeline.Pipeline) int {
+	if h, ok := s.hubs[p]; ok {
+		return h.Len()
+	}
+	return 0
 }
 
 // Stop ends every watch stream with UNAVAILABLE and the resourceVersion to

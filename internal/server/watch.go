@@ -25,14 +25,16 @@ var eventTypes = map[fanout.Type]pb.EventType{
 }
 
 // Watch implements CacheService.
-func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer) error {
+func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer) (err error) {
 	ctx := stream.Context()
+	resource := req.GetResource()
 	if n := s.watches.Add(1); n > int64(s.opts.MaxWatches) {
 		s.watches.Add(-1)
+		s.opts.Observer.StreamEnded(resource, metricsReasonLimit)
 		return status.Errorf(codes.ResourceExhausted, "too many watches: the limit of %d open Watch streams (--max-watches) is reached; retry later or use another replica", s.opts.MaxWatches)
 	}
 	defer s.watches.Add(-1)
-	p, err := s.synced(req.GetResource())
+	p, err := s.synced(resource)
 	if err != nil {
 		return err
 	}
@@ -54,12 +56,18 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 			return err
 		}
 	}
+	resource = p.Status().Resolved.CanonicalName()
 	w, initial, at, err := s.hubs[p].Watch(opts)
 	if err != nil {
+		if errors.Is(err, indexer.ErrTooOld) {
+			s.opts.Observer.StreamEnded(resource, metricsReasonTooOld)
+		}
 		return s.watchStatus(err, opts.ResourceVersion)
 	}
 	defer w.Close()
-	if err := send(stream, initial); err != nil {
+	defer func() { s.opts.Observer.StreamEnded(resource, endReason(ctx, err)) }()
+	send := func(items []fanout.Item) error { return s.send(stream, resource, items) }
+	if err := send(initial); err != nil {
 		return err
 	}
 	if opts.SendInitialEvents {
@@ -81,13 +89,13 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 		if err != nil {
 			return s.watchStatus(err, w.SentResourceVersion())
 		}
-		if err := send(stream, items); err != nil {
+		if err := send(items); err != nil {
 			return err
 		}
 	}
 }
 
-func send(stream pb.CacheService_WatchServer, items []fanout.Item) error {
+func (s *Server) send(stream pb.CacheService_WatchServer, resource string, items []fanout.Item) error {
 	for _, it := range items {
 		resp := &pb.WatchResponse{Type: eventTypes[it.Type], ResourceVersion: it.ResourceVersion}
 		if it.Object != nil {
@@ -96,8 +104,35 @@ func send(stream pb.CacheService_WatchServer, items []fanout.Item) error {
 		if err := stream.Send(resp); err != nil {
 			return err
 		}
+		if !it.Applied.IsZero() {
+			s.opts.Observer.ObserveDelivery(resource, time.Since(it.Applied))
+		}
 	}
 	return nil
+}
+
+// Reasons of the streams-ended metric; the metrics package documents them.
+const (
+	metricsReasonSlow       = "slow"
+	metricsReasonTooOld     = "too_old_resource_version"
+	metricsReasonShutdown   = "shutdown"
+	metricsReasonClientGone = "client_gone"
+	metricsReasonLimit      = "limit"
+)
+
+// endReason classifies how a started watch ended: the client's context is
+// done when it went away (a failed Send included); otherwise the status says.
+func endReason(ctx context.Context, err error) string {
+	if ctx.Err() != nil {
+		return metricsReasonClientGone
+	}
+	switch status.Code(err) {
+	case codes.ResourceExhausted:
+		return metricsReasonSlow
+	case codes.Unavailable:
+		return metricsReasonShutdown
+	}
+	return metricsReasonClientGone
 }
 
 func (s *Server) waitFor(ctx context.Context, ix *indexer.Indexer, rv string) error {

@@ -286,16 +286,71 @@ func TestWatchResumeAndTooOld(t *testing.T) {
 // UNAVAILABLE, SHUTTING_DOWN and the resourceVersion to resume from.
 func TestWatchEndsOnShutdown(t *testing.T) {
 	const ns = "watch-stop"
-	f := serve(t, ownerConfig(ns))
+	obs := &observer{}
+	f := serve(t, ownerConfig(ns), server.Options{Observer: obs})
 	createNS(t, f, ns)
 	waitSyncedVia(t, f, "configmaps")
 	s := watch(context.Background(), t, f, &pb.WatchRequest{Resource: "configmaps", SendInitialEvents: true})
 	waitLen(t, s, 1)
+	if _, err := f.kube.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "one"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitLen(t, s, 2)
 	f.srv.Stop()
 	<-s.done
 	st := status.Convert(s.err)
 	if st.Code() != codes.Unavailable || reason(st) != server.ReasonShutdown {
 		t.Errorf("stream ended with %v %q, want UNAVAILABLE %s", st.Code(), st.Message(), server.ReasonShutdown)
+	}
+	waitFor(t, "the stream's end to be counted", func() bool { return obs.get().ended["configmaps/shutdown"] == 1 })
+	if got := obs.get().deliveries; got != 1 {
+		t.Errorf("delivery delays observed = %d, want 1 (the create; initial events are not changes)", got)
+	}
+}
+
+// observer records what the server reports to its Observer.
+type observer struct {
+	mu         sync.Mutex
+	deliveries int
+	ended      map[string]int
+}
+
+type observed struct {
+	deliveries int
+	ended      map[string]int
+}
+
+func (o *observer) ObserveDelivery(string, time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.deliveries++
+}
+
+func (o *observer) StreamEnded(resource, reason string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ended == nil {
+		o.ended = map[string]int{}
+	}
+	o.ended[resource+"/"+reason]++
+}
+
+func (o *observer) get() observed {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ended := map[string]int{}
+	for k, v := range o.ended {
+		ended[k] = v
+	}
+	return observed{o.deliveries, ended}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 

@@ -1,0 +1,64 @@
+// Package metrics defines informerd's Prometheus metrics. The registry is
+// passed in, never global. Labels are bounded: resource, reason; never a
+// client or an object.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the instruments the pipeline and the server update as things
+// happen. Its methods may be called concurrently.
+type Metrics struct {
+	ingest       *prometheus.HistogramVec
+	delivery     *prometheus.HistogramVec
+	streamsEnded *prometheus.CounterVec
+}
+
+// delayBuckets span 100µs to ~100s.
+var delayBuckets = prometheus.ExponentialBuckets(0.0001, 4, 11)
+
+// New creates the instruments and registers them with reg.
+func New(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		ingest: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "informerd_cache_ingest_delay_seconds",
+			Help:    "Time from receiving a change from the API server to its entry in the cache.",
+			Buckets: delayBuckets,
+		}, []string{"resource"}),
+		delivery: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "informerd_watch_delivery_delay_seconds",
+			Help:    "Time from a change's entry in the cache to its bytes being handed to a Watch stream.",
+			Buckets: delayBuckets,
+		}, []string{"resource"}),
+		streamsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "informerd_watch_streams_ended_total",
+			Help: "Watch streams ended, by reason: slow, too_old_resource_version, shutdown, client_gone, limit.",
+		}, []string{"resource", "reason"}),
+	}
+	reg.MustRegister(m.ingest, m.delivery, m.streamsEnded)
+	return m
+}
+
+// ObserveIngest records one change's delay into the cache.
+func (m *Metrics) ObserveIngest(resource string, d time.Duration) {
+	if m != nil {
+		m.ingest.WithLabelValues(resource).Observe(d.Seconds())
+	}
+}
+
+// ObserveDelivery records one change's delay from the cache to a stream.
+func (m *Metrics) ObserveDelivery(resource string, d time.Duration) {
+	if m != nil {
+		m.delivery.WithLabelValues(resource).Observe(d.Seconds())
+	}
+}
+
+// StreamEnded counts a Watch stream ended for reason.
+func (m *Metrics) StreamEnded(resource, reason string) {
+	if m != nil {
+		m.streamsEnded.WithLabelValues(resource, reason).Inc()
+	}
+}

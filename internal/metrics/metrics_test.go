@@ -1,0 +1,147 @@
+package metrics_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/informerd/informerd/internal/config"
+	"github.com/informerd/informerd/internal/metrics"
+	"github.com/informerd/informerd/internal/pipeline"
+	"github.com/informerd/informerd/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+// value returns the value of the series name{resource=...} from reg.
+func value(t *testing.T, reg *prometheus.Registry, name, resource string) (float64, bool) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if !hasLabel(m, "resource", resource) {
+				continue
+			}
+			switch {
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue(), true
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue(), true
+			case m.GetHistogram() != nil:
+				return float64(m.GetHistogram().GetSampleCount()), true
+			}
+		}
+	}
+	return 0, false
+}
+
+func hasLabel(m *dto.Metric, k, v string) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == k && l.GetValue() == v {
+			return true
+		}
+	}
+	return false
+}
+
+// TestMetricsFollowTheCache runs a cache against the real API server and
+// checks that the documented series move: objects, synced, relists, watch
+// starts, resourceVersion, staleness and the ingest delay histogram; and
+// that the exposition passes promlint.
+func TestMetricsFollowTheCache(t *testing.T) {
+	const ns = "metrics"
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	ctx := context.Background()
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse([]byte("resources: [{resource: configmaps, namespace: metrics}, {resource: sprockets.v1.example.com}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	set, err := pipeline.NewSet(c, env.Config, slog.New(slog.NewTextHandler(io.Discard, nil)), pipeline.WithIngestObserver(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.MustRegister(metrics.NewCollector(set, nil))
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = set.Run(runCtx); close(done) }()
+	defer func() { stop(); <-done }()
+
+	for i := range 3 {
+		if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(wctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		v, _ := value(t, reg, "informerd_cache_objects", "configmaps")
+		return v == 3, nil
+	}); err != nil {
+		t.Fatal("informerd_cache_objects{resource=configmaps} never reached 3")
+	}
+
+	tests := []struct {
+		name     string
+		resource string
+		check    func(v float64) bool
+		want     string
+	}{
+		{"informerd_cache_synced", "configmaps", func(v float64) bool { return v == 1 }, "1"},
+		{"informerd_cache_synced", "sprockets.v1.example.com", func(v float64) bool { return v == 0 }, "0 (no such CRD)"},
+		{"informerd_cache_bytes", "configmaps", func(v float64) bool { return v > 0 }, "> 0"},
+		{"informerd_cache_resource_version", "configmaps", func(v float64) bool { return v > 0 }, "> 0"},
+		{"informerd_upstream_relists_total", "configmaps", func(v float64) bool { return v >= 1 }, ">= 1"},
+		{"informerd_upstream_watch_starts_total", "configmaps", func(v float64) bool { return v >= 1 }, ">= 1"},
+		{"informerd_upstream_staleness_seconds", "configmaps", func(v float64) bool { return v >= 0 && v < 60 }, "in [0, 60)"},
+		{"informerd_cache_ingest_delay_seconds", "configmaps", func(v float64) bool { return v >= 3 }, ">= 3 observations"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"/"+tt.resource, func(t *testing.T) {
+			v, ok := value(t, reg, tt.name, tt.resource)
+			if !ok || !tt.check(v) {
+				t.Errorf("%s{resource=%q} = %v (present %v), want %s", tt.name, tt.resource, v, ok, tt.want)
+			}
+		})
+	}
+
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	// Every series is documented.
+	doc := readDoc(t)
+	families, _ := reg.Gather()
+	for _, f := range families {
+		if !strings.Contains(doc, "`"+f.GetName()+"`") {
+			t.Errorf("%s is not documented in docs/metrics.md", f.GetName())
+		}
+	}
+}
