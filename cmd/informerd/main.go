@@ -49,6 +49,7 @@ type options struct {
 	maxWatches      int
 	maxStreamsConn  uint
 	maxRecvMsgBytes int
+	validateConfig  string
 }
 
 func main() {
@@ -63,12 +64,16 @@ func main() {
 	flag.IntVar(&o.maxWatches, "max-watches", 10000, "most Watch streams open at once, over all clients")
 	flag.UintVar(&o.maxStreamsConn, "max-streams-per-connection", 1000, "most concurrent gRPC streams on one client connection")
 	flag.IntVar(&o.maxRecvMsgBytes, "max-request-bytes", 1<<20, "largest request message accepted")
+	flag.StringVar(&o.validateConfig, "validate-config", "", "check this config file and exit: syntax, and with a reachable cluster (--kubeconfig, $KUBECONFIG or in-cluster) that each resource exists and may be listed and watched; exit status 1 on any problem")
 	flag.Parse()
 
 	log, err := newLogger(o.logFormat, o.logLevel)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "informerd:", err)
 		os.Exit(2)
+	}
+	if o.validateConfig != "" {
+		os.Exit(validate(o))
 	}
 	if err := run1(o, log); err != nil {
 		log.Error("informerd stopped", "err", err)

@@ -97,6 +97,16 @@ func Start(opts Options) (*Env, error) {
 	return &Env{Config: admin.Config(), KubeConfig: kubeconfig, env: te, certDir: certDir}, nil
 }
 
+// UserConfig returns a client config that authenticates as a new user with
+// the given groups and no other permissions, for RBAC tests.
+func (e *Env) UserConfig(name string, groups []string) (*rest.Config, error) {
+	u, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: add user %s: %w", name, err)
+	}
+	return u.Config(), nil
+}
+
 // RestartAPIServer stops kube-apiserver and starts it again on the same port
 // with the same certificates; etcd keeps running. The new API server's watch
 // cache starts at etcd's current revision, so a watch resuming from an older

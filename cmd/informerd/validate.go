@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/informerd/informerd/internal/config"
+	"github.com/informerd/informerd/internal/preflight"
+)
+
+// validate implements --validate-config and returns the exit status.
+func validate(o options) int {
+	cfg, err := config.Load(o.validateConfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("config %s: syntax ok, %d resources\n", o.validateConfig, len(cfg.Resources))
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	restConfig, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		fmt.Printf("no cluster checked (no kubeconfig: %v)\n", err)
+		return 0
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(restConfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "discovery client:", err)
+		return 1
+	}
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "client:", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	results, err := preflight.Check(ctx, cfg, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), client)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "check against %s: %v\n", restConfig.Host, err)
+		return 1
+	}
+	fmt.Printf("against %s:\n", restConfig.Host)
+	if !preflight.Write(os.Stdout, results) {
+		return 1
+	}
+	return 0
+}
