@@ -23,7 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
+	grpchealth "google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
@@ -33,6 +33,7 @@ import (
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/config"
+	"github.com/informerd/informerd/internal/health"
 	"github.com/informerd/informerd/internal/metrics"
 	"github.com/informerd/informerd/internal/pipeline"
 	"github.com/informerd/informerd/internal/server"
@@ -137,7 +138,7 @@ func run1(o options, log *slog.Logger) error {
 	grpcMetrics := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
 	reg.MustRegister(grpcMetrics)
 
-	healthSrv := health.NewServer()
+	healthSrv := grpchealth.NewServer()
 	healthSrv.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	grpcSrv := grpc.NewServer(
 		grpc.MaxRecvMsgSize(o.maxRecvMsgBytes),
@@ -166,8 +167,8 @@ func run1(o options, log *slog.Logger) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.Handle("/readyz", readyz(caches))
+	mux.Handle("/healthz", health.Healthz())
+	mux.Handle("/readyz", health.Readyz(caches))
 	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	log.Info("informerd is listening", "grpc", grpcLis.Addr().String(), "metrics", "http://"+metricsLis.Addr().String()+"/metrics")
@@ -176,7 +177,7 @@ func run1(o options, log *slog.Logger) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
-	g.Add(func() error { return reportSynced(ctx, caches, healthSrv, log) }, func(error) { cancel() })
+	g.Add(func() error { return health.SyncGRPC(ctx, caches, healthSrv, log) }, func(error) { cancel() })
 	g.Add(func() error { return grpcSrv.Serve(grpcLis) }, func(error) {
 		// NOT_SERVING first, then end watch streams with a status that
 		// says where to resume, then let unary calls finish.

@@ -205,6 +205,9 @@ func TestCoalescingWatcherKeepsLatestPerObject(t *testing.T) {
 	r.apply(deltafifo.Deleted, "tmp", "n1")  // 105: cancels the add
 	r.apply(deltafifo.Updated, "x", "n1")    // 106: MODIFIED moves to the back
 	r.apply(deltafifo.Deleted, "gone", "n1") // 107
+	if st := r.hub.Stats(); st.Watchers != 1 || st.MaxQueueDepth != 3 || st.Coalesced != 3 {
+		t.Errorf("Stats() = %+v, want 1 watcher, depth 3, 3 changes absorbed", st)
+	}
 	want := []string{"ADDED 103 a", "MODIFIED 106 x", "DELETED 107 gone"}
 	if diff := cmp.Diff(want, render(drain(t, w))); diff != "" {
 		t.Errorf("coalesced (-want +got):\n%s", diff)

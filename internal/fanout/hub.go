@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/object"
@@ -51,7 +52,8 @@ type Hub struct {
 	closed   error
 	cancel   func()
 
-	rv atomic.Value // string: the RV of the last event dispatched
+	rv        atomic.Value // string: the RV of the last event dispatched
+	coalesced atomic.Int64 // changes absorbed by coalescing watchers
 }
 
 var _ indexer.Listener = (*Hub)(nil)
@@ -143,6 +145,39 @@ func (h *Hub) remove(w *Watcher) {
 			delete(h.buckets, b)
 		}
 	}
+}
+
+// Stats describes the watchers at one moment, for metrics.
+type Stats struct {
+	Watchers int
+	// MaxQueueDepth is the longest queue of undelivered changes.
+	MaxQueueDepth int
+	// OldestUndelivered is when the oldest change still waiting for any
+	// watcher entered the cache; zero when nothing waits.
+	OldestUndelivered time.Time
+	// Coalesced counts changes absorbed by coalescing watchers, ever.
+	Coalesced int64
+}
+
+// Stats returns the watchers' figures; it visits every watcher.
+func (h *Hub) Stats() Stats {
+	h.mu.Lock()
+	ws := make([]*Watcher, 0, len(h.watchers))
+	for w := range h.watchers {
+		ws = append(ws, w)
+	}
+	h.mu.Unlock()
+	st := Stats{Watchers: len(ws), Coalesced: h.coalesced.Load()}
+	for _, w := range ws {
+		w.mu.Lock()
+		depth, oldest := w.q.len(), w.q.oldest()
+		w.mu.Unlock()
+		st.MaxQueueDepth = max(st.MaxQueueDepth, depth)
+		if !oldest.IsZero() && (st.OldestUndelivered.IsZero() || oldest.Before(st.OldestUndelivered)) {
+			st.OldestUndelivered = oldest
+		}
+	}
+	return st
 }
 
 // Len returns the number of watchers.

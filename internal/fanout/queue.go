@@ -1,6 +1,10 @@
 package fanout
 
-import "container/list"
+import (
+	"container/list"
+	"sync/atomic"
+	"time"
+)
 
 // queue holds a watcher's undelivered items. It is guarded by the
 // watcher's lock.
@@ -10,6 +14,9 @@ type queue interface {
 	// popAll removes and returns every item, oldest first.
 	popAll() []Item
 	len() int
+	// oldest is when the oldest pending change entered the cache (zero if
+	// none is pending or it carries no time).
+	oldest() time.Time
 }
 
 // fifo is a bounded queue. A group of events sharing one resourceVersion (a
@@ -36,6 +43,13 @@ func (q *fifo) popAll() []Item {
 
 func (q *fifo) len() int { return len(q.items) }
 
+func (q *fifo) oldest() time.Time {
+	if len(q.items) == 0 {
+		return time.Time{}
+	}
+	return q.items[0].Applied
+}
+
 // coalescing keeps at most the latest change per object (two when an object
 // was deleted and created again), in resourceVersion order: an item that
 // absorbs a newer change moves to the back. Its size is bounded by the
@@ -43,11 +57,11 @@ func (q *fifo) len() int { return len(q.items) }
 type coalescing struct {
 	order  *list.List               // of Item
 	latest map[string]*list.Element // object key -> its newest pending item
-	merged int64                    // changes absorbed, for metrics
+	merged *atomic.Int64            // changes absorbed, the hub's counter
 }
 
-func newCoalescing() *coalescing {
-	return &coalescing{order: list.New(), latest: map[string]*list.Element{}}
+func newCoalescing(merged *atomic.Int64) *coalescing {
+	return &coalescing{order: list.New(), latest: map[string]*list.Element{}, merged: merged}
 }
 
 func (q *coalescing) push(it Item, _ bool) bool {
@@ -62,7 +76,7 @@ func (q *coalescing) push(it Item, _ bool) bool {
 		return true
 	}
 	old := e.Value.(Item)
-	q.merged++
+	q.merged.Add(1)
 	switch {
 	case old.Type == Added && it.Type == Deleted:
 		// Never seen by the client: nothing to say.
@@ -94,3 +108,12 @@ func (q *coalescing) popAll() []Item {
 }
 
 func (q *coalescing) len() int { return q.order.Len() }
+
+// oldest: items move to the back when they absorb a change, so the front
+// holds the longest-waiting one.
+func (q *coalescing) oldest() time.Time {
+	if e := q.order.Front(); e != nil {
+		return e.Value.(Item).Applied
+	}
+	return time.Time{}
+}

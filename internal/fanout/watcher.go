@@ -44,7 +44,7 @@ type Watcher struct {
 func (h *Hub) Watch(opts WatchOptions) (w *Watcher, initial []Item, at string, err error) {
 	w = &Watcher{hub: h, opts: opts, notify: make(chan struct{}, 1)}
 	if opts.Coalesce {
-		w.q = newCoalescing()
+		w.q = newCoalescing(&h.coalesced)
 	} else {
 		w.q = &fifo{limit: h.opts.QueueLength}
 	}

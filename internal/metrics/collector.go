@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/informerd/informerd/internal/fanout"
 	"github.com/informerd/informerd/internal/object"
 	"github.com/informerd/informerd/internal/pipeline"
 )
@@ -14,9 +15,9 @@ type Caches interface {
 	Pipelines() []*pipeline.Pipeline
 }
 
-// Watchers counts open Watch streams per resource.
+// Watchers reports the Watch streams of a resource.
 type Watchers interface {
-	Watchers(p *pipeline.Pipeline) int
+	WatchStats(p *pipeline.Pipeline) fanout.Stats
 }
 
 // Collector reports each resource's cache and upstream state when scraped,
@@ -39,6 +40,9 @@ var (
 	descExpired     = desc("informerd_upstream_expired_total", "410 Gone answers from the API server (the resourceVersion was compacted), each forcing a relist.")
 	descErrors      = desc("informerd_upstream_errors_total", "Failed lists and watches, of any kind.")
 	descWatchers    = desc("informerd_watchers", "Open Watch streams.")
+	descQueueMax    = desc("informerd_watch_queue_depth_max", "The longest queue of undelivered changes among the Watch streams.")
+	descOldest      = desc("informerd_watch_oldest_undelivered_seconds", "Age of the oldest change that some Watch stream has not been handed yet; 0 when none waits.")
+	descCoalesced   = desc("informerd_watch_coalesced_events_total", "Changes absorbed by coalescing Watch streams (slow_consumer_policy COALESCE).")
 )
 
 func desc(name, help string) *prometheus.Desc {
@@ -54,7 +58,7 @@ var _ prometheus.Collector = (*Collector)(nil)
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descObjects, descBytes, descRV, descSynced, descHistory, descStaleness, descRelists, descWatchStarts, descExpired, descErrors, descWatchers} {
+	for _, d := range []*prometheus.Desc{descObjects, descBytes, descRV, descSynced, descHistory, descStaleness, descRelists, descWatchStarts, descExpired, descErrors, descWatchers, descQueueMax, descOldest, descCoalesced} {
 		ch <- d
 	}
 }
@@ -85,7 +89,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descSynced, synced)
 		gauge(descHistory, float64(st.Cache.HistoryEvents))
 		if c.watchers != nil {
-			gauge(descWatchers, float64(c.watchers.Watchers(p)))
+			ws := c.watchers.WatchStats(p)
+			gauge(descWatchers, float64(ws.Watchers))
+			gauge(descQueueMax, float64(ws.MaxQueueDepth))
+			age := 0.0
+			if !ws.OldestUndelivered.IsZero() {
+				age = c.now().Sub(ws.OldestUndelivered).Seconds()
+			}
+			gauge(descOldest, age)
+			counter(descCoalesced, ws.Coalesced)
 		}
 		sig := p.Signals()
 		if sig == nil {

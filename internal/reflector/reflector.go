@@ -112,6 +112,8 @@ func (r *Reflector) Run(ctx context.Context) {
 				if ev.Type == watch.Error {
 					r.observeError(apierrors.FromObject(ev.Object))
 				}
+			}, func() {
+				r.observeError(errors.New("the watch closed at once without an event: the API server is unreachable or dropped the connection"))
 			}), nil
 		},
 	}
@@ -140,6 +142,9 @@ func (r *Reflector) observeError(err error) {
 
 func (r *Reflector) received(rv string) {
 	r.signals.LastEvent.Store(r.clock.Now().UnixNano())
+	if e, _ := r.signals.LastError.Load().(string); e != "" {
+		r.signals.LastError.Store("") // events flow again
+	}
 	if rv != "" {
 		r.signals.LastResourceVersion.Store(rv)
 	}

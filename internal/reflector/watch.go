@@ -2,6 +2,7 @@ package reflector
 
 import (
 	"context"
+	"time"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/watch"
@@ -17,20 +18,33 @@ type observedWatch struct {
 	stop    chan struct{}
 	done    <-chan struct{}
 	once    sync.Once
+	// onEmpty is called when the watch closes within a second without an
+	// event and without Stop.
+	onEmpty func()
 }
 
 // observeWatch starts the pass-through goroutine, tracked by wg.
 // It also ends when ctx (the watch request's) is done, even if nobody calls
 // Stop.
-func observeWatch(ctx context.Context, in watch.Interface, wg *sync.WaitGroup, observe func(watch.Event)) *observedWatch {
-	w := &observedWatch{in: in, out: make(chan watch.Event), observe: observe, stop: make(chan struct{}), done: ctx.Done()}
+func observeWatch(ctx context.Context, in watch.Interface, wg *sync.WaitGroup, observe func(watch.Event), onEmpty func()) *observedWatch {
+	w := &observedWatch{in: in, out: make(chan watch.Event), observe: observe, onEmpty: onEmpty, stop: make(chan struct{}), done: ctx.Done()}
 	wg.Go(w.loop)
 	return w
 }
 
 func (w *observedWatch) loop() {
 	defer close(w.out)
+	start, events := time.Now(), 0
+	defer func() {
+		// client-go turns a connection that fails with EOF into an empty
+		// watch that closes at once; the Reflector retries quietly. That is
+		// an upstream problem worth reporting.
+		if events == 0 && time.Since(start) < time.Second && !w.stopped() && w.onEmpty != nil {
+			w.onEmpty()
+		}
+	}()
 	for ev := range w.in.ResultChan() {
+		events++
 		w.observe(ev)
 		select {
 		case w.out <- ev:
@@ -40,6 +54,17 @@ func (w *observedWatch) loop() {
 			w.in.Stop()
 			return
 		}
+	}
+}
+
+func (w *observedWatch) stopped() bool {
+	select {
+	case <-w.stop:
+		return true
+	case <-w.done:
+		return true
+	default:
+		return false
 	}
 }
 

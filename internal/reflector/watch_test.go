@@ -16,7 +16,7 @@ func TestObservedWatchPassesEventsAndObservesErrors(t *testing.T) {
 	fake := watch.NewFake()
 	var wg sync.WaitGroup
 	var seen []watch.EventType
-	w := observeWatch(context.Background(), fake, &wg, func(ev watch.Event) { seen = append(seen, ev.Type) })
+	w := observeWatch(context.Background(), fake, &wg, func(ev watch.Event) { seen = append(seen, ev.Type) }, nil)
 	go func() {
 		fake.Add(&metav1.Status{})
 		fake.Error(&metav1.Status{Code: 410, Reason: metav1.StatusReasonExpired})
@@ -39,7 +39,7 @@ func TestObservedWatchPassesEventsAndObservesErrors(t *testing.T) {
 func TestObservedWatchStopWithPendingEvent(t *testing.T) {
 	fake := watch.NewFakeWithChanSize(1, false)
 	var wg sync.WaitGroup
-	w := observeWatch(context.Background(), fake, &wg, func(watch.Event) {})
+	w := observeWatch(context.Background(), fake, &wg, func(watch.Event) {}, nil)
 	fake.Add(&metav1.Status{})
 	w.Stop()
 	wg.Wait()
@@ -49,8 +49,24 @@ func TestObservedWatchEndsWithContext(t *testing.T) {
 	fake := watch.NewFakeWithChanSize(1, false)
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())
-	observeWatch(ctx, fake, &wg, func(watch.Event) {})
+	observeWatch(ctx, fake, &wg, func(watch.Event) {}, nil)
 	fake.Add(&metav1.Status{})
 	cancel()
 	wg.Wait()
+}
+
+func TestObservedWatchReportsAnEmptyWatch(t *testing.T) {
+	fake := watch.NewFake()
+	var wg sync.WaitGroup
+	empty := make(chan struct{}, 1)
+	w := observeWatch(context.Background(), fake, &wg, func(watch.Event) {}, func() { empty <- struct{}{} })
+	fake.Stop() // the server side closes with no event
+	for range w.ResultChan() {
+	}
+	wg.Wait()
+	select {
+	case <-empty:
+	default:
+		t.Error("an empty watch closed by the other side was not reported")
+	}
 }

@@ -93,12 +93,12 @@ func New(caches Caches, opts Options) *Server {
 	return s
 }
 
-// Watchers returns the number of open Watch streams on p's resource.
-func (s *Server) Watchers(p *pipeline.Pipeline) int {
+// WatchStats returns the figures of the Watch streams on p's resource.
+func (s *Server) WatchStats(p *pipeline.Pipeline) fanout.Stats {
 	if h, ok := s.hubs[p]; ok {
-		return h.Len()
+		return h.Stats()
 	}
-	return 0
+	return fanout.Stats{}
 }
 
 // Stop ends every watch stream with UNAVAILABLE and the resourceVersion to
