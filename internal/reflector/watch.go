@@ -2,8 +2,8 @@ package reflector
 
 import (
 	"context"
-	"time"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/watch"
 )
