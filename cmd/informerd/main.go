@@ -130,6 +130,7 @@ func run1(o options, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(reg)
+	metrics.NewClientGo(reg).Install()
 	caches, err := pipeline.NewSet(cfg, restConfig, log, pipeline.WithIngestObserver(m))
 	if err != nil {
 		return err

@@ -81,6 +81,7 @@ func TestMetricsFollowTheCache(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg)
+	metrics.NewClientGo(reg).Install()
 	set, err := pipeline.NewSet(c, env.Config, slog.New(slog.NewTextHandler(io.Discard, nil)), pipeline.WithIngestObserver(m))
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +120,9 @@ func TestMetricsFollowTheCache(t *testing.T) {
 		{"informerd_upstream_watch_starts_total", "configmaps", func(v float64) bool { return v >= 1 }, ">= 1"},
 		{"informerd_upstream_staleness_seconds", "configmaps", func(v float64) bool { return v >= 0 && v < 60 }, "in [0, 60)"},
 		{"informerd_cache_ingest_delay_seconds", "configmaps", func(v float64) bool { return v >= 3 }, ">= 3 observations"},
+	}
+	if n, err := testutil.GatherAndCount(reg, "informerd_kube_client_requests_total"); err != nil || n == 0 {
+		t.Errorf("informerd_kube_client_requests_total has %d series (%v), want client-go's requests counted", n, err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"/"+tt.resource, func(t *testing.T) {
