@@ -114,6 +114,17 @@ func New(c *config.Config, r config.Resource, log *slog.Logger) (*Pipeline, erro
 // Name returns the name as configured.
 func (p *Pipeline) Name() string { return p.cfg.Resource }
 
+// canonicalName is the resolved canonical name, or "" before resolution. It
+// is on every request's path, so it reads no cache statistics.
+func (p *Pipeline) canonicalName() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.resolved.GVR.Resource == "" {
+		return ""
+	}
+	return p.resolved.CanonicalName()
+}
+
 // Indexer returns the cache. It exists (empty, unsynced) before Run.
 func (p *Pipeline) Indexer() *indexer.Indexer { return p.index }
 

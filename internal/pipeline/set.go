@@ -74,7 +74,7 @@ func (s *Set) Pipelines() []*Pipeline { return s.pipelines }
 // Lookup finds a pipeline by its configured or canonical name.
 func (s *Set) Lookup(name string) (*Pipeline, bool) {
 	for _, p := range s.pipelines {
-		if p.Name() == name || p.Status().Resolved.CanonicalName() == name {
+		if p.Name() == name || p.canonicalName() == name {
 			return p, true
 		}
 	}
