@@ -11,7 +11,7 @@ BUF       := $(GO) tool -modfile=$(CURDIR)/tools/buf/go.mod buf
 TEST_FLAGS ?= -race -count=1 -timeout=20m
 export INFORMERD_CONTROLPLANE_DIR ?= $(BIN)/controlplane/current
 
-.PHONY: help build test lint proto verify verify-proto verify-tidy run testenv node-deps bench clean
+.PHONY: help build test manifests lint proto verify verify-proto verify-tidy run testenv node-deps bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -54,9 +54,16 @@ verify-proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc ## lint the .pr
 		echo "generated code in api/proto is stale or was edited by hand: run 'make proto'"; exit 1; }
 
 verify-tidy: ## fail if go mod tidy would change any module
-	@for dir in . tools tools/buf hack/controlplane/etcd hack/controlplane/kube-apiserver; do \
+	@for dir in . tools tools/buf tools/kustomize hack/controlplane/etcd hack/controlplane/kube-apiserver; do \
 		(cd $$dir && $(GO) mod tidy -diff) || { echo "go.mod in $$dir is not tidy: run 'cd $$dir && go mod tidy'"; exit 1; }; \
 	done
+
+KUSTOMIZE := $(GO) tool -modfile=$(CURDIR)/tools/kustomize/go.mod kustomize
+manifests: ## render every kustomization under deploy/ into bin/manifests/
+	@mkdir -p $(BIN)/manifests
+	$(KUSTOMIZE) build deploy/base > $(BIN)/manifests/base.yaml
+	$(KUSTOMIZE) build deploy/examples/sidecar > $(BIN)/manifests/sidecar.yaml
+	@echo "rendered into bin/manifests/"
 
 run: build testenv ## start a local kube-apiserver + etcd, sample objects, and informerd (or use $$KUBECONFIG)
 	$(GO) run ./hack/devenv -- $(BIN)/informerd $(ARGS)
