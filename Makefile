@@ -65,11 +65,11 @@ manifests: ## render every kustomization under deploy/ into bin/manifests/
 	$(KUSTOMIZE) build deploy/examples/sidecar > $(BIN)/manifests/sidecar.yaml
 	@echo "rendered into bin/manifests/"
 
-run: build testenv ## start a local kube-apiserver + etcd, sample objects, and informerd (or use $$KUBECONFIG)
+run: build testenv ## start a local kube-apiserver + etcd, sample objects, and informerd (or use $KUBECONFIG)
 	$(GO) run ./hack/devenv -- $(BIN)/informerd $(ARGS)
 
 BENCH_COUNT ?= 3
-bench: ## run the Go benchmarks ($(BENCH_COUNT) times each; see docs/benchmarks.md)
+bench: ## run the Go benchmarks (BENCH_COUNT times each, default 3; see docs/benchmarks.md)
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) ./...
 
 clean: ## remove built binaries (keeps the control plane build)
