@@ -22,7 +22,6 @@ import (
 	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
@@ -47,10 +46,7 @@ func serve(t *testing.T, yaml string) (addr string, set *pipeline.Set) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = set.Run(ctx); close(done) }()
-	t.Cleanup(func() { stop(); <-done })
+	testenv.Run(t, set)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -102,13 +98,11 @@ func TestNodeClient(t *testing.T) {
 	}
 	addr, set := serve(t, fmt.Sprintf("resources: [{resource: configmaps, namespace: %s}]", ns))
 	p, _ := set.Lookup("configmaps")
+	testenv.Eventually(t, time.Minute, "the cache to hold the two configmaps", func() bool {
+		return p.Indexer().Stats().Objects == 2
+	})
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := wait.PollUntilContextCancel(wctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-		return p.Indexer().Stats().Objects == 2, nil
-	}); err != nil {
-		t.Fatal("cache never held the two configmaps")
-	}
 
 	const events = 6
 	cmd := exec.CommandContext(wctx, node, filepath.Join(dir, "client.js"), addr, "configmaps", ns, fmt.Sprint(events))

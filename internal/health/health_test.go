@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
@@ -39,11 +38,7 @@ func get(t *testing.T, h http.Handler) (int, string) {
 
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
-		t.Fatalf("timed out waiting for %s", what)
-	}
+	testenv.Eventually(t, time.Minute, what, cond)
 }
 
 // TestUpstreamOutage: before sync /readyz is 503 naming the resource; once
@@ -82,10 +77,7 @@ func TestUpstreamOutage(t *testing.T) {
 	srv := server.New(set, server.Options{})
 	defer srv.Stop()
 
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { _ = set.Run(runCtx); close(done) }()
-	defer func() { stop(); <-done }()
+	testenv.Run(t, set)
 	poll(t, "sync", func() bool { ok, _ := set.Synced(); return ok })
 	if code, body := get(t, readyz); code != http.StatusOK || strings.Contains(body, "upstream-problem") {
 		t.Errorf("/readyz when synced = %d %q, want 200 without problems", code, body)

@@ -14,7 +14,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/informerd/informerd/internal/config"
@@ -87,24 +86,17 @@ func TestMetricsFollowTheCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg.MustRegister(metrics.NewCollector(set, nil))
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { _ = set.Run(runCtx); close(done) }()
-	defer func() { stop(); <-done }()
+	testenv.Run(t, set)
 
 	for i := range 3 {
 		if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(wctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+	testenv.Eventually(t, time.Minute, "informerd_cache_objects{resource=configmaps} to reach 3", func() bool {
 		v, _ := value(t, reg, "informerd_cache_objects", "configmaps")
-		return v == 3, nil
-	}); err != nil {
-		t.Fatal("informerd_cache_objects{resource=configmaps} never reached 3")
-	}
+		return v == 3
+	})
 
 	tests := []struct {
 		name     string

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -84,25 +83,13 @@ func start(t *testing.T, yaml string, cfg *rest.Config) *pipeline.Set {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- set.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Set.Run: %v", err)
-		}
-	})
+	testenv.Run(t, set)
 	return set
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
-		t.Fatalf("timed out waiting for %s", what)
-	}
+	testenv.Eventually(t, 90*time.Second, what, cond)
 }
 
 func waitSynced(t *testing.T, set *pipeline.Set, names ...string) {
@@ -154,11 +141,7 @@ func cacheState(p *pipeline.Pipeline) map[string]string {
 func assertMirror(t *testing.T, client dynamic.Interface, p *pipeline.Pipeline, gvr schema.GroupVersionResource, ns string) {
 	t.Helper()
 	want, _ := apiState(t, client, gvr, ns)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	_ = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-		return cmp.Equal(want, cacheState(p)), nil
-	})
+	testenv.Poll(60*time.Second, func() bool { return cmp.Equal(want, cacheState(p)) })
 	if diff := cmp.Diff(want, cacheState(p)); diff != "" {
 		t.Errorf("%s cache vs API server (-api +cache):\n%s", p.Name(), diff)
 	}

@@ -20,7 +20,6 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
@@ -69,13 +68,9 @@ resources:
 `, ns))
 	set := f.set
 	pods, _ := set.Lookup("pods")
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(wctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-		return pods.Indexer().Stats().Objects == 5, nil
-	}); err != nil {
-		t.Fatal("pods cache never held the 5 pods")
-	}
+	testenv.Eventually(t, time.Minute, "the pods cache to hold the 5 pods", func() bool {
+		return pods.Indexer().Stats().Objects == 5
+	})
 	return f
 }
 
@@ -91,10 +86,7 @@ func serve(t *testing.T, yaml string, opts ...server.Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = set.Run(runCtx); close(done) }()
-	t.Cleanup(func() { stop(); <-done })
+	testenv.Run(t, set)
 
 	lis := bufconn.Listen(1 << 20)
 	gs := grpc.NewServer()
@@ -206,14 +198,10 @@ func TestCacheService(t *testing.T) {
 		}
 		// Page on only once the cache has seen the delete, so the snapshot
 		// really differs from the current state.
-		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := wait.PollUntilContextCancel(wctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
+		testenv.Eventually(t, 30*time.Second, "the cache to see p3 deleted", func() bool {
 			_, err := f.client.Get(ctx, &pb.GetRequest{Resource: "pods", Namespace: ns, Name: "p3"})
-			return status.Code(err) == codes.NotFound, nil
-		}); err != nil {
-			t.Fatal("the cache never saw p3 deleted")
-		}
+			return status.Code(err) == codes.NotFound
+		})
 		all := names(first.GetObjects())
 		token := first.GetContinueToken()
 		for token != "" {

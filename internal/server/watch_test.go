@@ -14,10 +14,10 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/server"
+	"github.com/informerd/informerd/internal/testenv"
 )
 
 // ownerConfig caches configmaps of ns with an index on .data.owner, which
@@ -34,18 +34,11 @@ resources:
 func waitSyncedVia(t *testing.T, f *fixture, resource string) string {
 	t.Helper()
 	var rv string
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		resp, err := f.client.List(ctx, &pb.ListRequest{Resource: resource})
-		if err != nil {
-			return false, nil
-		}
+	testenv.Eventually(t, time.Minute, resource+" to sync", func() bool {
+		resp, err := f.client.List(context.Background(), &pb.ListRequest{Resource: resource})
 		rv = resp.GetResourceVersion()
-		return true, nil
-	}); err != nil {
-		t.Fatalf("%s never synced", resource)
-	}
+		return err == nil
+	})
 	return rv
 }
 
@@ -227,11 +220,7 @@ func TestWatchByIndexManyWatchers(t *testing.T) {
 		if w.initial {
 			want = append([]string{"INITIAL_EVENTS_END ?"}, want...)
 		}
-		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-		_ = wait.PollUntilContextCancel(wctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
-			return len(w.s.lines()) >= len(want), nil
-		})
-		wcancel()
+		testenv.Poll(30*time.Second, func() bool { return len(w.s.lines()) >= len(want) })
 		if got := w.s.lines(); !matches(want, got) {
 			t.Errorf("watcher %d (owner %s, initial %v):\n%s", i, w.owner, w.initial, cmp.Diff(want, got))
 			if i > 5 {
@@ -302,7 +291,7 @@ func TestWatchEndsOnShutdown(t *testing.T) {
 	if st.Code() != codes.Unavailable || reason(st) != server.ReasonShutdown {
 		t.Errorf("stream ended with %v %q, want UNAVAILABLE %s", st.Code(), st.Message(), server.ReasonShutdown)
 	}
-	waitFor(t, "the stream's end to be counted", func() bool { return obs.get().ended["configmaps/shutdown"] == 1 })
+	testenv.Eventually(t, 30*time.Second, "the stream's end to be counted", func() bool { return obs.get().ended["configmaps/shutdown"] == 1 })
 	if got := obs.get().deliveries; got != 1 {
 		t.Errorf("delivery delays observed = %d, want 1 (the create; initial events are not changes)", got)
 	}
@@ -345,22 +334,9 @@ func (o *observer) get() observed {
 	return observed{o.deliveries, ended}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
 func waitLen(t *testing.T, s *stream, n int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
-		return len(s.lines()) >= n, nil
-	}); err != nil {
+	if !testenv.Poll(30*time.Second, func() bool { return len(s.lines()) >= n }) {
 		t.Fatalf("stream has %v, want %d events", s.lines(), n)
 	}
 }

@@ -1,0 +1,47 @@
+package testenv
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Runner is something with the Run(ctx) error shape of informerd's parts,
+// such as a pipeline.Set.
+type Runner interface {
+	Run(ctx context.Context) error
+}
+
+// Run runs r in the background until the test ends: its cleanup cancels r,
+// waits for Run to return and reports an error from it.
+func Run(t testing.TB, r Runner) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+// Poll calls cond every 20ms until it is true or timeout passes, and
+// reports whether it became true.
+func Poll(timeout time.Duration, cond func() bool) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) { return cond(), nil }) == nil
+}
+
+// Eventually is Poll that fails the test, naming what it waited for, when
+// timeout passes first.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !Poll(timeout, cond) {
+		t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	}
+}
