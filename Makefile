@@ -11,7 +11,7 @@ BUF       := $(GO) tool -modfile=$(CURDIR)/tools/buf/go.mod buf
 TEST_FLAGS ?= -race -count=1 -timeout=20m
 export INFORMERD_CONTROLPLANE_DIR ?= $(BIN)/controlplane/current
 
-.PHONY: help build test manifests lint proto verify verify-proto verify-tidy run testenv node-deps bench clean
+.PHONY: help build test manifests lint proto verify verify-proto verify-tidy update-monitoring-crds run testenv node-deps bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -63,7 +63,15 @@ manifests: ## render every kustomization under deploy/ into bin/manifests/
 	@mkdir -p $(BIN)/manifests
 	$(KUSTOMIZE) build deploy/base > $(BIN)/manifests/base.yaml
 	$(KUSTOMIZE) build deploy/examples/sidecar > $(BIN)/manifests/sidecar.yaml
+	$(KUSTOMIZE) build deploy/monitoring > $(BIN)/manifests/monitoring.yaml
 	@echo "rendered into bin/manifests/"
+
+PROMETHEUS_OPERATOR_VERSION := v0.85.0
+update-monitoring-crds: ## copy the Prometheus Operator CRDs deploy_test.go installs from the Go module proxy
+	@dir=$$($(GO) mod download -json github.com/prometheus-operator/prometheus-operator@$(PROMETHEUS_OPERATOR_VERSION) | sed -n 's/.*"Dir": "\(.*\)",/\1/p'); \
+	for f in podmonitors servicemonitors; do \
+		install -m 0644 $$dir/example/prometheus-operator-crd/monitoring.coreos.com_$$f.yaml deploy/testdata/crds/; \
+	done
 
 run: build testenv ## start a local kube-apiserver + etcd, sample objects, and informerd (or use $KUBECONFIG)
 	$(GO) run ./hack/devenv -- $(BIN)/informerd $(ARGS)

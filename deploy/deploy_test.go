@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
@@ -29,30 +32,60 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
+// render runs kustomize on one folder under deploy/.
+func render(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, r := range res.Resources() {
+		// Through JSON, so numbers are int64/float64 as unstructured
+		// expects, not the ints of kustomize's YAML maps.
+		data, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := &unstructured.Unstructured{}
+		if err := o.UnmarshalJSON(data); err != nil {
+			t.Fatalf("%s: %v", r.CurId(), err)
+		}
+		objs = append(objs, o)
+	}
+	return objs
+}
+
 func TestManifests(t *testing.T) {
-	for _, dir := range []string{"base", "examples/sidecar"} {
+	// deploy/monitoring needs the Prometheus Operator's CRDs.
+	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{
+		Paths: []string{"testdata/crds"}, ErrorIfPathMissing: true,
+	}); err != nil {
+		t.Fatalf("install the Prometheus Operator CRDs from deploy/testdata/crds: %v", err)
+	}
+	for _, dir := range []string{"base", "examples/sidecar", "monitoring"} {
 		t.Run(dir, func(t *testing.T) {
-			res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
-			if err != nil {
-				t.Fatalf("kustomize build %s: %v", dir, err)
-			}
+			objs := render(t, dir)
 			client := dynamic.NewForConfigOrDie(env.Config)
 			mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(env.Config)))
-			var objs []*unstructured.Unstructured
-			for _, r := range res.Resources() {
-				m, err := r.Map()
-				if err != nil {
-					t.Fatal(err)
-				}
-				objs = append(objs, &unstructured.Unstructured{Object: m})
-			}
 			// Namespaces are created for real: a dry-run object in a
-			// namespace that does not exist is refused.
+			// namespace that does not exist is refused. deploy/monitoring
+			// has no Namespace of its own; it goes into base's.
+			namespaces := client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
 			for _, o := range objs {
-				if o.GetKind() == "Namespace" {
-					if _, err := client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(context.Background(), o, metav1.CreateOptions{}); err != nil {
-						t.Fatalf("create namespace %s: %v", o.GetName(), err)
-					}
+				ns := o
+				switch {
+				case o.GetKind() == "Namespace":
+				case o.GetNamespace() != "":
+					ns = &unstructured.Unstructured{}
+					ns.SetAPIVersion("v1")
+					ns.SetKind("Namespace")
+					ns.SetName(o.GetNamespace())
+				default:
+					continue
+				}
+				if _, err := namespaces.Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+					t.Fatalf("create namespace %s: %v", ns.GetName(), err)
 				}
 			}
 			sawConfig := false
@@ -78,11 +111,81 @@ func TestManifests(t *testing.T) {
 					sawConfig = true
 				}
 			}
-			if !sawConfig {
+			if !sawConfig && dir != "monitoring" {
 				t.Error("no informerd config in the rendered manifests")
 			}
 		})
 	}
+}
+
+// TestMonitorsSelect checks that the ServiceMonitor and PodMonitor select
+// the Service and sidecar pods the other kustomizations ship, by label and
+// by port name: the dry run cannot see a monitor that selects nothing.
+func TestMonitorsSelect(t *testing.T) {
+	byKind := func(objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
+		for _, o := range objs {
+			if o.GetKind() == kind {
+				return o
+			}
+		}
+		t.Fatalf("no %s rendered", kind)
+		return nil
+	}
+	monitoring := render(t, "monitoring")
+
+	sm := byKind(monitoring, "ServiceMonitor")
+	svc := byKind(render(t, "base"), "Service")
+	want, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	if !selects(want, svc.GetLabels()) {
+		t.Errorf("ServiceMonitor selects %v; the base Service has labels %v", want, svc.GetLabels())
+	}
+	var svcPorts []string
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	for _, p := range ports {
+		svcPorts = append(svcPorts, p.(map[string]any)["name"].(string))
+	}
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	for _, e := range endpoints {
+		if port := e.(map[string]any)["port"].(string); !slices.Contains(svcPorts, port) {
+			t.Errorf("ServiceMonitor scrapes port %q; the Service has %v", port, svcPorts)
+		}
+	}
+
+	pm := byKind(monitoring, "PodMonitor")
+	dep := byKind(render(t, "examples/sidecar"), "Deployment")
+	want, _, _ = unstructured.NestedStringMap(pm.Object, "spec", "selector", "matchLabels")
+	podLabels, _, _ := unstructured.NestedStringMap(dep.Object, "spec", "template", "metadata", "labels")
+	if !selects(want, podLabels) {
+		t.Errorf("PodMonitor selects %v; the sidecar example's pods have labels %v", want, podLabels)
+	}
+	var podPorts []string
+	for _, field := range []string{"initContainers", "containers"} {
+		containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", field)
+		for _, c := range containers {
+			cports, _, _ := unstructured.NestedSlice(c.(map[string]any), "ports")
+			for _, p := range cports {
+				podPorts = append(podPorts, p.(map[string]any)["name"].(string))
+			}
+		}
+	}
+	endpoints, _, _ = unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
+	for _, e := range endpoints {
+		if port := e.(map[string]any)["port"].(string); !slices.Contains(podPorts, port) {
+			t.Errorf("PodMonitor scrapes port %q; the sidecar pod has %v", port, podPorts)
+		}
+	}
+}
+
+func selects(selector, labels map[string]string) bool {
+	if len(selector) == 0 {
+		return false
+	}
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // TestDashboard checks the Grafana dashboard parses and that every metric
