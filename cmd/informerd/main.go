@@ -5,11 +5,11 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -23,20 +23,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	grpchealth "google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	pb "github.com/informerd/informerd/api/proto/informerd/v1"
+	"github.com/informerd/informerd/internal/auth"
 	"github.com/informerd/informerd/internal/config"
 	"github.com/informerd/informerd/internal/health"
+	"github.com/informerd/informerd/internal/limits"
 	"github.com/informerd/informerd/internal/metrics"
 	"github.com/informerd/informerd/internal/pipeline"
 	"github.com/informerd/informerd/internal/server"
+	"github.com/informerd/informerd/internal/transport"
 )
 
 type options struct {
@@ -47,10 +49,28 @@ type options struct {
 	logFormat       string
 	logLevel        string
 	shutdownTimeout time.Duration
+	validateConfig  string
+
+	// Transport.
+	tls            transport.TLSFiles
+	metricsTLS     transport.TLSFiles
+	socket         transport.Socket
+	allowPlaintext bool
+
+	// Authentication and authorization.
+	authMode        string
+	audiences       string
+	authnTTL        time.Duration
+	authzTTL        time.Duration
+	authzDeniedTTL  time.Duration
+	recheckInterval time.Duration
+
+	// Limits.
 	maxWatches      int
+	limits          limits.Options
 	maxStreamsConn  uint
 	maxRecvMsgBytes int
-	validateConfig  string
+	maxPageSize     int
 }
 
 func main() {
@@ -62,11 +82,35 @@ func main() {
 	flag.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	flag.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long graceful shutdown may take before streams are cut")
+	flag.StringVar(&o.validateConfig, "validate-config", "", "check this config file and exit: syntax, and with a reachable cluster (--kubeconfig, $KUBECONFIG or in-cluster) that each resource exists and may be listed and watched; exit status 1 on any problem")
+
+	flag.StringVar(&o.tls.CertFile, "tls-cert-file", "", "serve gRPC over TLS with this PEM certificate (chain); reloaded when the file changes")
+	flag.StringVar(&o.tls.KeyFile, "tls-key-file", "", "the PEM private key of --tls-cert-file")
+	flag.StringVar(&o.tls.ClientCAFile, "tls-client-ca-file", "", "require gRPC clients to present certificates signed by a CA in this PEM bundle (mutual TLS); reloaded when it changes")
+	flag.StringVar(&o.metricsTLS.CertFile, "metrics-tls-cert-file", "", "serve /metrics, /healthz and /readyz over TLS with this PEM certificate")
+	flag.StringVar(&o.metricsTLS.KeyFile, "metrics-tls-key-file", "", "the PEM private key of --metrics-tls-cert-file")
+	var socketMode uint
+	flag.UintVar(&socketMode, "unix-socket-mode", 0o660, "file mode of a unix:// --grpc-address socket")
+	flag.StringVar(&o.socket.Owner, "unix-socket-owner", "", "owner of a unix:// --grpc-address socket: uid, uid:gid or :gid (numeric)")
+	flag.BoolVar(&o.allowPlaintext, "insecure-allow-plaintext", false, "allow plaintext gRPC on a non-loopback TCP address (tokens and objects travel in the clear)")
+
+	flag.StringVar(&o.authMode, "auth-mode", auth.ModeNone, "who may read what: none (Unix socket or loopback only), kubernetes (bearer token, TokenReview + SubjectAccessReview) or mtls (client certificates mapped by mtlsClients in the config)")
+	flag.StringVar(&o.audiences, "auth-token-audiences", "informerd", "comma-separated audiences a bearer token must be issued for (--auth-mode=kubernetes)")
+	flag.DurationVar(&o.authnTTL, "authentication-cache-ttl", 10*time.Second, "how long a TokenReview result is reused")
+	flag.DurationVar(&o.authzTTL, "authorization-cache-ttl", 10*time.Second, "how long an allowed SubjectAccessReview is reused; a revoked permission ends open watches within it plus --auth-recheck-interval")
+	flag.DurationVar(&o.authzDeniedTTL, "authorization-denied-cache-ttl", 10*time.Second, "how long a denied SubjectAccessReview is reused")
+	flag.DurationVar(&o.recheckInterval, "auth-recheck-interval", time.Second, "how often an open Watch re-checks its caller's token and permission (answered from the caches above)")
+
 	flag.IntVar(&o.maxWatches, "max-watches", 10000, "most Watch streams open at once, over all clients")
+	flag.IntVar(&o.limits.MaxWatchesPerIdentity, limits.MaxWatchesPerIdentity, limits.DefaultMaxWatchesPerIdentity, "most Watch streams one client identity may have open")
+	flag.Float64Var(&o.limits.WatchRate, limits.WatchRate, limits.DefaultWatchRate, "new Watch calls per second one client identity may start (token bucket)")
+	flag.IntVar(&o.limits.WatchBurst, "watch-burst", limits.DefaultWatchBurst, "new Watch calls one client identity may start at once")
+	flag.IntVar(&o.limits.MaxIdentities, limits.MaxIdentities, limits.DefaultMaxIdentities, "most client identities tracked for the per-identity limits")
 	flag.UintVar(&o.maxStreamsConn, "max-streams-per-connection", 1000, "most concurrent gRPC streams on one client connection")
 	flag.IntVar(&o.maxRecvMsgBytes, "max-request-bytes", 1<<20, "largest request message accepted")
-	flag.StringVar(&o.validateConfig, "validate-config", "", "check this config file and exit: syntax, and with a reachable cluster (--kubeconfig, $KUBECONFIG or in-cluster) that each resource exists and may be listed and watched; exit status 1 on any problem")
+	flag.IntVar(&o.maxPageSize, "max-page-size", 5000, "most objects in one List page (a larger limit is clamped)")
 	flag.Parse()
+	o.socket.Mode = os.FileMode(socketMode)
 
 	log, err := newLogger(o.logFormat, o.logLevel)
 	if err != nil {
@@ -111,6 +155,19 @@ func run1(o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	warning, err := transport.Security{
+		Address: o.grpcAddress, TLS: o.tls.CertFile != "", ClientCA: o.tls.ClientCAFile != "",
+		AuthMode: o.authMode, AllowPlaintext: o.allowPlaintext,
+	}.Check()
+	if err != nil {
+		return err
+	}
+	if warning != "" {
+		log.Warn(warning)
+	}
+	if o.authMode == auth.ModeMTLS && len(cfg.MTLSClients) == 0 {
+		return fmt.Errorf("--auth-mode=mtls: config %s has no mtlsClients, so every client would be refused; map certificate identities to resources there (docs/configuration.md)", o.configPath)
+	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.kubeconfig
 	restConfig, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
@@ -136,35 +193,75 @@ func run1(o options, log *slog.Logger) error {
 		return err
 	}
 
+	var authn auth.Authenticator = auth.None{}
+	var authz auth.Authorizer = auth.None{}
+	switch o.authMode {
+	case auth.ModeKubernetes:
+		k, err := auth.NewKubernetes(restConfig, auth.KubernetesOptions{
+			Audiences:         strings.Split(o.audiences, ","),
+			AuthenticationTTL: o.authnTTL,
+			AuthorizedTTL:     o.authzTTL,
+			UnauthorizedTTL:   o.authzDeniedTTL,
+			Registerer:        reg,
+		})
+		if err != nil {
+			return err
+		}
+		authn, authz = k, k
+	case auth.ModeMTLS:
+		mt := auth.NewMTLS(cfg.MTLSClients)
+		authn, authz = mt, mt
+	}
+	var grpcTLS, metricsTLS *transport.TLS
+	var creds credentials.TransportCredentials
+	if o.tls.Enabled() {
+		if grpcTLS, err = transport.NewTLS("grpc", o.tls); err != nil {
+			return fmt.Errorf("--tls-cert-file/--tls-key-file/--tls-client-ca-file: %w", err)
+		}
+		creds = credentials.NewTLS(grpcTLS.Config())
+	}
+	if o.metricsTLS.Enabled() {
+		if metricsTLS, err = transport.NewTLS("metrics", o.metricsTLS); err != nil {
+			return fmt.Errorf("--metrics-tls-cert-file/--metrics-tls-key-file: %w", err)
+		}
+	}
+
 	grpcMetrics := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
 	reg.MustRegister(grpcMetrics)
-
+	cacheSrv := server.New(caches, server.Options{
+		MaxWatches:      o.maxWatches,
+		MaxPageSize:     o.maxPageSize,
+		Authenticator:   authn,
+		Authorizer:      authz,
+		RecheckInterval: o.recheckInterval,
+		Limits:          limits.New(o.limits),
+		Observer:        m,
+	})
+	grpcSrv := cacheSrv.NewGRPC(server.GRPCOptions{
+		Creds:                   creds,
+		MaxRequestBytes:         o.maxRecvMsgBytes,
+		MaxStreamsPerConnection: uint32(o.maxStreamsConn),
+		Unary:                   []grpc.UnaryServerInterceptor{grpcMetrics.UnaryServerInterceptor()},
+		Stream:                  []grpc.StreamServerInterceptor{grpcMetrics.StreamServerInterceptor()},
+	})
 	healthSrv := grpchealth.NewServer()
 	healthSrv.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	grpcSrv := grpc.NewServer(
-		grpc.MaxRecvMsgSize(o.maxRecvMsgBytes),
-		grpc.MaxConcurrentStreams(uint32(o.maxStreamsConn)),
-		// Clients may ping at most every 10s (also while idle); the server
-		// pings idle connections to find clients that vanished.
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
-		grpc.ChainUnaryInterceptor(grpcMetrics.UnaryServerInterceptor()),
-		grpc.ChainStreamInterceptor(grpcMetrics.StreamServerInterceptor()),
-	)
 	healthpb.RegisterHealthServer(grpcSrv, healthSrv)
-	cacheSrv := server.New(caches, server.Options{MaxWatches: o.maxWatches, Observer: m})
-	pb.RegisterCacheServiceServer(grpcSrv, cacheSrv)
 	grpcMetrics.InitializeMetrics(grpcSrv)
 	reg.MustRegister(metrics.NewCollector(caches, cacheSrv))
 	reflection.Register(grpcSrv)
 
-	grpcLis, err := listen(o.grpcAddress)
+	grpcLis, err := transport.Listen("--grpc-address", o.grpcAddress, o.socket)
 	if err != nil {
 		return err
 	}
-	metricsLis, err := net.Listen("tcp", o.metricsAddress)
+	metricsLis, err := transport.Listen("--metrics-address", o.metricsAddress, transport.Socket{})
 	if err != nil {
-		return fmt.Errorf("listen --metrics-address %s: %w", o.metricsAddress, err)
+		return err
+	}
+	scheme := "http"
+	if metricsTLS != nil {
+		metricsLis, scheme = tls.NewListener(metricsLis, metricsTLS.Config()), "https"
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
@@ -172,12 +269,18 @@ func run1(o options, log *slog.Logger) error {
 	mux.Handle("/readyz", health.Readyz(caches))
 	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
-	log.Info("informerd is listening", "grpc", grpcLis.Addr().String(), "metrics", "http://"+metricsLis.Addr().String()+"/metrics")
+	log.Info("informerd is listening", "grpc", grpcLis.Addr().String(), "tls", grpcTLS != nil, "auth", o.authMode,
+		"metrics", scheme+"://"+metricsLis.Addr().String()+"/metrics")
 
 	var g run.Group
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
+	for _, t := range []*transport.TLS{grpcTLS, metricsTLS} {
+		if t != nil {
+			g.Add(func() error { return t.Run(ctx) }, func(error) { cancel() })
+		}
+	}
 	g.Add(func() error { return health.SyncGRPC(ctx, caches, healthSrv, log) }, func(error) { cancel() })
 	g.Add(func() error { return grpcSrv.Serve(grpcLis) }, func(error) {
 		// NOT_SERVING first, then end watch streams with a status that
@@ -210,25 +313,4 @@ func run1(o options, log *slog.Logger) error {
 	err = g.Run()
 	log.Info("informerd stopped")
 	return err
-}
-
-// listen opens a TCP address or, with a unix:// prefix, a Unix socket.
-func listen(addr string) (net.Listener, error) {
-	if path, ok := strings.CutPrefix(addr, "unix://"); ok {
-		// A socket left by a previous run blocks Listen; anything else at
-		// that path is not ours to delete.
-		if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			_ = os.Remove(path)
-		}
-		l, err := net.Listen("unix", path)
-		if err != nil {
-			return nil, fmt.Errorf("listen --grpc-address %s: %w", addr, err)
-		}
-		return l, nil
-	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen --grpc-address %s: %w", addr, err)
-	}
-	return l, nil
 }

@@ -29,6 +29,9 @@ type Config struct {
 	// QueueLength bounds each resource's delta queue between the reflector
 	// and the cache; a full queue makes the reflector wait (backpressure).
 	QueueLength int `json:"queueLength,omitempty"`
+	// MTLSClients map client certificate identities to what they may read,
+	// for --auth-mode=mtls.
+	MTLSClients []MTLSClient `json:"mtlsClients,omitempty"`
 }
 
 // Resource selects one resource type to cache.

@@ -6,6 +6,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"sigs.k8s.io/yaml"
+
+	"github.com/informerd/informerd/internal/object"
 )
 
 func TestParseValid(t *testing.T) {
@@ -142,21 +146,72 @@ func TestLoadNamesFile(t *testing.T) {
 }
 
 // FuzzParse checks that no input makes Parse panic, and that whatever it
-// accepts is valid and survives a second validation.
+// accepts is defaulted, valid, buildable (object.NewEncoder takes its indexes,
+// as the pipeline will) and survives a write and a second Parse unchanged.
 func FuzzParse(f *testing.F) {
-	f.Add([]byte("resources: [{resource: pods, indexes: [{name: node, jsonpath: '{.spec.nodeName}'}]}]"))
-	f.Add([]byte("resources: [{resource: configmaps, namespace: default, labelSelector: 'team in (a,b)'}]\nhistory: {maxAge: 1m}"))
-	f.Add([]byte("resources: [{resource: widgets.v1.example.com, indexes: [{name: img, jsonpath: '{.spec.containers[*].image}'}]}]"))
+	for _, s := range []string{
+		"resources: [{resource: pods, indexes: [{name: node, jsonpath: '{.spec.nodeName}'}]}]",
+		"resources: [{resource: configmaps, namespace: default, labelSelector: 'team in (a,b)'}]\nhistory: {maxAge: 1m}",
+		"resources: [{resource: widgets.v1.example.com, indexes: [{name: img, jsonpath: '{.spec.containers[*].image}'}]}]",
+		"resources: [{resource: pods, fieldSelector: 'spec.nodeName=n1', indexes: [{name: app, label: app.kubernetes.io/name}]}]\n" +
+			"transform: {stripManagedFields: false}\nqueueLength: 5\nhistory: {maxEvents: 1, maxAge: 1h30m}",
+		"resources: [{resource: pods, transform: {stripManagedFields: true}, indexes: [{name: c, jsonpath: '{range .status.conditions[*]}{.type}{end}'}]}]",
+		// Rejected ones.
+		"",
+		"resources: []",
+		"resources: [{resource: Pods}]",
+		"resources: [{resource: pods}, {resource: pods}]",
+		"resources: [{resource: pods, indexes: [{name: namespace, label: a}]}]",
+		"resources: [{resource: pods, indexes: [{name: x, jsonpath: '{.a['}]}]",
+		"resources: [{resource: pods, labelSelector: 'a in ('}]",
+		"resources: [{resource: pods}]\nhistory: {maxAge: -1s, maxEvents: -1}",
+		"resources: [{resource: pods}]\nhistory: {maxAge: 5}",
+		"resources: [{resource: pods, nmespace: x}]",
+		"{",
+	} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data)
 		if err != nil {
+			if c != nil {
+				t.Fatalf("Parse() = %+v and error %v; want nil with an error", c, err)
+			}
 			return
 		}
 		if len(c.Resources) == 0 {
 			t.Fatal("accepted a config without resources")
 		}
+		if c.History.MaxEvents <= 0 || c.History.MaxAge.Duration <= 0 || c.QueueLength <= 0 {
+			t.Fatalf("accepted config is not defaulted: history %+v, queueLength %d", c.History, c.QueueLength)
+		}
 		if err := c.Validate(); err != nil {
 			t.Fatalf("accepted config fails validation: %v", err)
+		}
+		for _, r := range c.Resources {
+			specs := make([]object.IndexSpec, 0, len(r.Indexes))
+			for _, ix := range r.Indexes {
+				specs = append(specs, object.IndexSpec{Name: ix.Name, Label: ix.Label, JSONPath: ix.JSONPath})
+			}
+			enc, err := object.NewEncoder(specs, c.StripManagedFields(r))
+			if err != nil {
+				t.Fatalf("accepted resource %q, but its indexes cannot be built: %v", r.Resource, err)
+			}
+			if names := enc.IndexNames(); len(names) != len(r.Indexes)+1 || names[0] != NamespaceIndex {
+				t.Fatalf("resource %q: index names %v, want namespace and the %d configured", r.Resource, names, len(r.Indexes))
+			}
+		}
+		out, err := yaml.Marshal(c)
+		if err != nil {
+			t.Fatalf("cannot write accepted config %+v: %v", c, err)
+		}
+		again, err := Parse(out)
+		if err != nil {
+			t.Fatalf("accepted config, written back as\n%s\nis rejected: %v", out, err)
+		}
+		// An empty list and a missing one mean the same.
+		if diff := cmp.Diff(c, again, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("config changed in a write and re-Parse (-first +second):\n%s\nwritten:\n%s", diff, out)
 		}
 	})
 }

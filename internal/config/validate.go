@@ -42,6 +42,7 @@ func (c *Config) Validate() error {
 	if c.QueueLength < 0 {
 		errs = append(errs, field.Invalid(root.Child("queueLength"), c.QueueLength, "must be positive"))
 	}
+	errs = append(errs, c.validateClients()...)
 	return errs.ToAggregate()
 }
 

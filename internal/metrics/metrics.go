@@ -15,6 +15,7 @@ type Metrics struct {
 	ingest       *prometheus.HistogramVec
 	delivery     *prometheus.HistogramVec
 	streamsEnded *prometheus.CounterVec
+	limitHits    *prometheus.CounterVec
 }
 
 // delayBuckets span 100µs to ~100s.
@@ -35,10 +36,14 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"resource"}),
 		streamsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "informerd_watch_streams_ended_total",
-			Help: "Watch streams ended, by reason: slow, too_old_resource_version, shutdown, client_gone, limit.",
+			Help: "Watch streams ended, by reason: slow, too_old_resource_version, shutdown, client_gone, limit, revoked.",
 		}, []string{"resource", "reason"}),
+		limitHits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "informerd_limit_rejections_total",
+			Help: "Calls refused with RESOURCE_EXHAUSTED (List limits clamped), by the limit's flag name.",
+		}, []string{"limit"}),
 	}
-	reg.MustRegister(m.ingest, m.delivery, m.streamsEnded)
+	reg.MustRegister(m.ingest, m.delivery, m.streamsEnded, m.limitHits)
 	return m
 }
 
@@ -60,5 +65,12 @@ func (m *Metrics) ObserveDelivery(resource string, d time.Duration) {
 func (m *Metrics) StreamEnded(resource, reason string) {
 	if m != nil {
 		m.streamsEnded.WithLabelValues(resource, reason).Inc()
+	}
+}
+
+// LimitHit counts a call refused (or a List clamped) by the named limit.
+func (m *Metrics) LimitHit(limit string) {
+	if m != nil {
+		m.limitHits.WithLabelValues(limit).Inc()
 	}
 }

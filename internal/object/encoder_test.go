@@ -142,17 +142,91 @@ func TestBadJSONPath(t *testing.T) {
 	}
 }
 
-// FuzzIndexJSONPath feeds arbitrary JSONPath expressions: NewEncoder either
-// rejects them or Encode works without panicking.
+// FuzzIndexJSONPath feeds arbitrary JSONPath expressions and objects (a
+// custom resource may hold any JSON): NewEncoder either rejects the
+// expression or Encode works without panicking, gives one sorted, duplicate
+// free list of values per index, gives the same values every time (client-go
+// changes a parsed {range} template as it runs it), and keeps the object's
+// key, labels and JSON.
 func FuzzIndexJSONPath(f *testing.F) {
-	for _, s := range []string{"{.spec.nodeName}", "{.spec.containers[*].image}", "{.metadata.labels.app}", "{range .spec.containers[*]}{.name}{end}"} {
-		f.Add(s)
+	pod, err := json.Marshal(testPod().Object)
+	if err != nil {
+		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, path string) {
+	for _, s := range []string{
+		"{.spec.nodeName}", "{.spec.containers[*].image}", "{.metadata.labels.app}", "{range .spec.containers[*]}{.name}{end}",
+		"{.spec.priority}", "{.status.conditions[0].type}", "{.spec.containers[-1:].name}", "{.spec.containers[?(@.image==\"web:1\")].name}",
+		"{..image}", "{.spec.containers[0:2:1]}", "{.metadata.labels['app']}", "{$.kind}", "plain text", "{.a[", "{range .x}",
+	} {
+		f.Add(s, pod)
+	}
+	for _, doc := range []string{
+		`{"metadata": {"name": "n", "labels": {"a": "b"}}, "spec": {"containers": {"image": "x"}, "nodeName": ["a", "a", 1, null, true, 2.5]}}`,
+		`{"metadata": "x", "spec": [1, 2, {"image": "y"}], "status": {"conditions": [{"type": "Ready"}, {"type": "Ready"}]}}`,
+		`{"metadata": {"namespace": "ns", "name": "x/y", "labels": {"a": 1}, "resourceVersion": "007"}}`,
+		`{}`,
+		`[]`,
+	} {
+		f.Add("{.spec.containers[*].image}", []byte(doc))
+		f.Add("{range .status.conditions[*]}{.type}{end}", []byte(doc))
+	}
+	f.Fuzz(func(t *testing.T, path string, doc []byte) {
 		enc, err := NewEncoder([]IndexSpec{{Name: "f", JSONPath: path}}, true)
 		if err != nil {
 			return
 		}
-		_, _ = enc.Encode(testPod())
+		newObject := func() *unstructured.Unstructured {
+			u := &unstructured.Unstructured{}
+			if err := json.Unmarshal(doc, &u.Object); err != nil || u.Object == nil {
+				return testPod()
+			}
+			return u
+		}
+		first, err := enc.Encode(newObject())
+		if err != nil {
+			return // not JSON-encodable; the API server does not send such objects
+		}
+		u := newObject()
+		second, err := enc.Encode(u)
+		if err != nil {
+			t.Fatalf("second Encode of the same object failed: %v", err)
+		}
+		if len(second.Values) != 2 {
+			t.Fatalf("Values = %q, want one list per index (namespace, f)", second.Values)
+		}
+		if diff := cmp.Diff(first.Values, second.Values); diff != "" {
+			t.Fatalf("index values differ between two objects alike (-first +second):\n%s", diff)
+		}
+		if ns := u.GetNamespace(); len(second.Values[0]) != 1 || second.Values[0][0] != ns {
+			t.Errorf("namespace index = %q, want [%q]", second.Values[0], ns)
+		}
+		for i := 1; i < len(second.Values[1]); i++ {
+			if second.Values[1][i-1] >= second.Values[1][i] {
+				t.Fatalf("index values %q are not sorted and free of duplicates", second.Values[1])
+			}
+		}
+		if second.Key != KeyOf(u.GetNamespace(), u.GetName()) || second.Namespace != u.GetNamespace() || second.Name != u.GetName() {
+			t.Errorf("key %q (namespace %q, name %q) for namespace %q name %q", second.Key, second.Namespace, second.Name, u.GetNamespace(), u.GetName())
+		}
+		labels := u.GetLabels()
+		if len(second.Labels) != 2*len(labels) {
+			t.Errorf("Labels = %q, want %v", second.Labels, labels)
+		}
+		for k, v := range labels {
+			if got, ok := second.Labels.Lookup(k); !ok || got != v {
+				t.Errorf("label %q = %q (present %v), want %q", k, got, ok, v)
+			}
+		}
+		var want, back map[string]any
+		if err := json.Unmarshal(second.JSON, &back); err != nil {
+			t.Fatalf("cached JSON does not decode: %v", err)
+		}
+		// The transform ran on u in place; through JSON, numbers compare alike.
+		if b, err := json.Marshal(u.Object); err != nil || json.Unmarshal(b, &want) != nil {
+			t.Fatalf("transformed object does not encode: %v", err)
+		}
+		if diff := cmp.Diff(want, back); diff != "" {
+			t.Errorf("cached JSON is not the transformed object (-object +JSON):\n%s", diff)
+		}
 	})
 }

@@ -125,6 +125,14 @@ func (p *Pipeline) canonicalName() string {
 	return p.resolved.CanonicalName()
 }
 
+// Resolved returns what the configured name resolved to (zero before
+// resolution). It reads no cache statistics.
+func (p *Pipeline) Resolved() Resolved {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.resolved
+}
+
 // Indexer returns the cache. It exists (empty, unsynced) before Run.
 func (p *Pipeline) Indexer() *indexer.Indexer { return p.index }
 

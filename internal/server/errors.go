@@ -9,7 +9,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/informerd/informerd/internal/auth"
 	"github.com/informerd/informerd/internal/indexer"
+	"github.com/informerd/informerd/internal/limits"
 	"github.com/informerd/informerd/internal/pipeline"
 )
 
@@ -20,6 +22,7 @@ const (
 	ReasonNotSynced       = "CACHE_NOT_SYNCED"
 	ReasonSlowConsumer    = "SLOW_CONSUMER"
 	ReasonShutdown        = "SHUTTING_DOWN"
+	ReasonLimit           = "LIMIT_EXCEEDED"
 	errorDomain           = "informerd.io"
 )
 
@@ -59,6 +62,21 @@ func toStatus(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
+	var authErr *auth.Error
+	if errors.As(err, &authErr) {
+		switch authErr.Kind {
+		case auth.Unauthenticated:
+			return status.Error(codes.Unauthenticated, authErr.Msg)
+		case auth.Forbidden:
+			return status.Error(codes.PermissionDenied, authErr.Msg)
+		default:
+			return status.Error(codes.Unavailable, authErr.Msg)
+		}
+	}
+	var exceeded *limits.Exceeded
+	if errors.As(err, &exceeded) {
+		return withInfo(codes.ResourceExhausted, ReasonLimit, exceeded.Msg, map[string]string{"limit": exceeded.Limit})
+	}
 	switch {
 	case errors.Is(err, indexer.ErrTooOld):
 		return withInfo(codes.OutOfRange, ReasonTooOld, err.Error()+"; list again and watch from the list's resourceVersion", nil)
@@ -74,4 +92,13 @@ func toStatus(err error) error {
 		return status.Error(codes.Canceled, err.Error())
 	}
 	return status.Error(codes.Internal, err.Error())
+}
+
+// limitOf names the limit that refused a call, or "".
+func limitOf(err error) string {
+	var exceeded *limits.Exceeded
+	if errors.As(err, &exceeded) {
+		return exceeded.Limit
+	}
+	return ""
 }

@@ -33,6 +33,9 @@ func (s *Server) List(ctx context.Context, req *pb.ListRequest) (*pb.ListRespons
 	if err != nil {
 		return nil, err
 	}
+	if err := s.authorize(ctx, attributes("list", p, req.GetSelector().GetNamespace(), "")); err != nil {
+		return nil, err
+	}
 	sel, err := selection(p.Indexer(), req.GetSelector())
 	if err != nil {
 		return nil, err
@@ -45,7 +48,10 @@ func (s *Server) List(ctx context.Context, req *pb.ListRequest) (*pb.ListRespons
 	case limit == 0:
 		limit = s.opts.DefaultPageSize
 	case limit > s.opts.MaxPageSize:
+		// Clamped, not refused: a page may always be shorter than asked,
+		// and the continue token brings the rest.
 		limit = s.opts.MaxPageSize
+		s.opts.Observer.LimitHit("max-page-size")
 	}
 	ix := p.Indexer()
 	if mrv := req.GetMinResourceVersion(); mrv != "" {

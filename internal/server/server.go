@@ -11,7 +11,9 @@ import (
 	"time"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
+	"github.com/informerd/informerd/internal/auth"
 	"github.com/informerd/informerd/internal/fanout"
+	"github.com/informerd/informerd/internal/limits"
 	"github.com/informerd/informerd/internal/object"
 	"github.com/informerd/informerd/internal/pipeline"
 )
@@ -36,6 +38,17 @@ type Options struct {
 	WatchQueueLength int
 	// MaxWatches bounds the Watch streams open at once across all clients.
 	MaxWatches int
+	// Authenticator and Authorizer decide who calls and what it may read;
+	// nil means everyone may read everything (--auth-mode=none).
+	Authenticator auth.Authenticator
+	Authorizer    auth.Authorizer
+	// RecheckInterval is how often an open Watch re-authenticates and
+	// re-authorizes its caller (through the authorizer's cache), so a
+	// revoked permission ends it. Default 1s.
+	RecheckInterval time.Duration
+	// Limits bound each identity's Watch streams and call rate; nil means
+	// only MaxWatches applies.
+	Limits *limits.Limiter
 	// Observer, if set, is told about deliveries and ended streams.
 	Observer Observer
 }
@@ -47,12 +60,15 @@ type Observer interface {
 	ObserveDelivery(resource string, d time.Duration)
 	// StreamEnded: a Watch stream ended, for a bounded reason.
 	StreamEnded(resource, reason string)
+	// LimitHit: a call was refused by the named limit.
+	LimitHit(limit string)
 }
 
 type nopObserver struct{}
 
 func (nopObserver) ObserveDelivery(string, time.Duration) {}
 func (nopObserver) StreamEnded(string, string)            {}
+func (nopObserver) LimitHit(string)                       {}
 
 // errShutdown ends every watch when the server stops.
 var errShutdown = errors.New("server: shutting down")
@@ -85,6 +101,15 @@ func New(caches Caches, opts Options) *Server {
 	}
 	if opts.Observer == nil {
 		opts.Observer = nopObserver{}
+	}
+	if opts.Authenticator == nil {
+		opts.Authenticator = auth.None{}
+	}
+	if opts.Authorizer == nil {
+		opts.Authorizer = auth.None{}
+	}
+	if opts.RecheckInterval <= 0 {
+		opts.RecheckInterval = time.Second
 	}
 	s := &Server{caches: caches, opts: opts, hubs: map[*pipeline.Pipeline]*fanout.Hub{}}
 	for _, p := range caches.Pipelines() {
@@ -135,13 +160,16 @@ func (s *Server) ListResources(context.Context, *pb.ListResourcesRequest) (*pb.L
 }
 
 // Get implements CacheService.
-func (s *Server) Get(_ context.Context, req *pb.GetRequest) (*pb.GetResponse, error) {
+func (s *Server) Get(ctx context.Context, req *pb.GetRequest) (*pb.GetResponse, error) {
 	p, err := s.synced(req.GetResource())
 	if err != nil {
 		return nil, err
 	}
 	if req.GetName() == "" {
 		return nil, invalid("name is required")
+	}
+	if err := s.authorize(ctx, attributes("get", p, req.GetNamespace(), req.GetName())); err != nil {
+		return nil, err
 	}
 	key := object.KeyOf(req.GetNamespace(), req.GetName())
 	o, ok := p.Indexer().Get(key)

@@ -89,13 +89,12 @@ func serve(t *testing.T, yaml string, opts ...server.Options) *fixture {
 	testenv.Run(t, set)
 
 	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer()
 	o := server.Options{DefaultPageSize: 2, MaxPageSize: 3, WatchQueueLength: 100}
 	if len(opts) > 0 {
 		o = opts[0]
 	}
 	srv := server.New(set, o)
-	pb.RegisterCacheServiceServer(gs, srv)
+	gs := srv.NewGRPC(server.GRPCOptions{MaxRequestBytes: 4 << 10})
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(func() { srv.Stop(); gs.Stop() })
 	conn, err := grpc.NewClient("passthrough:///bufnet",

@@ -3,13 +3,16 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
+	"github.com/informerd/informerd/internal/auth"
 	"github.com/informerd/informerd/internal/fanout"
+	"github.com/informerd/informerd/internal/limits"
 	"github.com/informerd/informerd/internal/indexer"
 )
 
@@ -31,11 +34,16 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 	if n := s.watches.Add(1); n > int64(s.opts.MaxWatches) {
 		s.watches.Add(-1)
 		s.opts.Observer.StreamEnded(resource, metricsReasonLimit)
-		return status.Errorf(codes.ResourceExhausted, "too many watches: the limit of %d open Watch streams (--max-watches) is reached; retry later or use another replica", s.opts.MaxWatches)
+		return s.refused(&limits.Exceeded{Limit: "max-watches", Msg: fmt.Sprintf(
+			"too many watches: the limit of %d open Watch streams over all clients (--max-watches) is reached; retry later or use another replica", s.opts.MaxWatches)})
 	}
 	defer s.watches.Add(-1)
 	p, err := s.synced(resource)
 	if err != nil {
+		return err
+	}
+	attrs := attributes("watch", p, req.GetSelector().GetNamespace(), "")
+	if err := s.authorize(ctx, attrs); err != nil {
 		return err
 	}
 	sel, err := selection(p.Indexer(), req.GetSelector())
@@ -66,6 +74,15 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 	}
 	defer w.Close()
 	defer func() { s.opts.Observer.StreamEnded(resource, endReason(ctx, err)) }()
+	// wctx ends, with the status as its cause, when the caller loses its
+	// token or permission.
+	wctx, revoke := context.WithCancelCause(ctx)
+	if _, open := s.opts.Authorizer.(auth.None); !open {
+		rechecked := make(chan struct{})
+		go func() { defer close(rechecked); s.recheckLoop(wctx, revoke, attrs) }()
+		defer func() { <-rechecked }()
+	}
+	defer revoke(nil)
 	send := func(items []fanout.Item) error { return s.send(stream, resource, items) }
 	if err := send(initial); err != nil {
 		return err
@@ -76,9 +93,13 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 		}
 	}
 	for {
-		nctx, cancel := context.WithTimeout(ctx, idleBookmark)
+		nctx, cancel := context.WithTimeout(wctx, idleBookmark)
 		items, err := w.Next(nctx)
 		cancel()
+		if ctx.Err() == nil && wctx.Err() != nil {
+			s.opts.Observer.StreamEnded(resource, metricsReasonRevoked)
+			return context.Cause(wctx)
+		}
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			if it, ok := w.Bookmark(); ok && opts.AllowBookmarks {
 				items, err = []fanout.Item{it}, nil
@@ -118,7 +139,30 @@ const (
 	metricsReasonShutdown   = "shutdown"
 	metricsReasonClientGone = "client_gone"
 	metricsReasonLimit      = "limit"
+	metricsReasonRevoked    = "revoked"
 )
+
+// recheckLoop re-checks the caller's access every RecheckInterval until ctx
+// ends, and ends the watch through revoke when it is gone.
+func (s *Server) recheckLoop(ctx context.Context, revoke context.CancelCauseFunc, a auth.Attributes) {
+	t := time.NewTicker(s.opts.RecheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := s.recheck(ctx, a)
+		switch status.Code(err) {
+		case codes.Unauthenticated, codes.PermissionDenied:
+			revoke(err)
+			return
+		}
+		// Anything else (the API server unreachable) keeps the watch: it
+		// was allowed, and informerd keeps serving through outages.
+	}
+}
 
 // endReason classifies how a started watch ended: the client's context is
 // done when it went away (a failed Send included); otherwise the status says.

@@ -302,6 +302,7 @@ type observer struct {
 	mu         sync.Mutex
 	deliveries int
 	ended      map[string]int
+	limits     map[string]int
 }
 
 type observed struct {
@@ -322,6 +323,21 @@ func (o *observer) StreamEnded(resource, reason string) {
 		o.ended = map[string]int{}
 	}
 	o.ended[resource+"/"+reason]++
+}
+
+func (o *observer) LimitHit(limit string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.limits == nil {
+		o.limits = map[string]int{}
+	}
+	o.limits[limit]++
+}
+
+func (o *observer) limitHits(limit string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.limits[limit]
 }
 
 func (o *observer) get() observed {

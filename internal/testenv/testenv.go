@@ -15,6 +15,7 @@ package testenv
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -107,6 +108,14 @@ func (e *Env) UserConfig(name string, groups []string) (*rest.Config, error) {
 	return u.Config(), nil
 }
 
+// ServiceAccountSigner returns the file of the key the API server signs
+// ServiceAccount tokens with (PKCS#8 PEM, ECDSA P-256) and the issuer it
+// puts in them, for tests that forge tokens, such as expired ones.
+func (e *Env) ServiceAccountSigner() (keyFile, issuer string) {
+	api := e.env.ControlPlane.GetAPIServer()
+	return filepath.Join(api.CertDir, "sa-signer.key"), api.SecureServing.URL("https", "/").String()
+}
+
 // RestartAPIServer stops kube-apiserver and starts it again on the same port
 // with the same certificates; etcd keeps running. The new API server's watch
 // cache starts at etcd's current revision, so a watch resuming from an older
@@ -135,8 +144,36 @@ func (e *Env) Stop() error {
 // Main runs a test package against a control plane started for it: it starts
 // one, stores it in *env, runs the tests, stops it and exits. When the control
 // plane cannot start the package fails with the reason.
+//
+// A process that can only run a fuzz target starts none and leaves *env nil:
+// a fuzz worker, and `go test -run='^$' -fuzz=X` (what hack/fuzz.sh runs).
+// Fuzz targets are for parsers and in-memory parts, so they must not use
+// env; starting a control plane in every worker would cost more than the
+// fuzzing itself.
 func Main(m *testing.M, env **Env) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if !needsControlPlane(flagValue("test.run"), flagValue("test.bench"), flagValue("test.fuzz"), flagValue("test.fuzzworker") == "true") {
+		os.Exit(m.Run())
+	}
 	os.Exit(run(m, env))
+}
+
+// needsControlPlane reports whether a test binary run with these -test.*
+// flags may run a test or benchmark, rather than only a fuzz target.
+func needsControlPlane(run, bench, fuzz string, fuzzWorker bool) bool {
+	if fuzzWorker {
+		return false // a worker runs nothing but the fuzz function
+	}
+	return fuzz == "" || run != "^$" || bench != ""
+}
+
+func flagValue(name string) string {
+	if f := flag.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
 }
 
 func run(m *testing.M, env **Env) int {

@@ -1,0 +1,196 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/metadata"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	tokenwebhook "k8s.io/apiserver/plugin/pkg/authenticator/token/webhook"
+	authzwebhook "k8s.io/apiserver/plugin/pkg/authorizer/webhook"
+	authzmetrics "k8s.io/apiserver/plugin/pkg/authorizer/webhook/metrics"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// KubernetesOptions configure delegated authentication and authorization.
+type KubernetesOptions struct {
+	// Audiences a token must be issued for; default ["informerd"].
+	Audiences []string
+	// AuthenticationTTL is how long a TokenReview result is reused;
+	// AuthorizedTTL and UnauthorizedTTL the same for SubjectAccessReviews.
+	// A revoked permission is seen within AuthorizedTTL.
+	AuthenticationTTL, AuthorizedTTL, UnauthorizedTTL time.Duration
+	// Registerer receives the review request metrics; may be nil.
+	Registerer prometheus.Registerer
+}
+
+// Kubernetes authenticates bearer tokens with TokenReview and authorizes
+// with SubjectAccessReview, as the caller, against the API server informerd
+// reads from. Results are cached (tokens by hash; at most 8192 access
+// decisions, least recently used first out).
+type Kubernetes struct {
+	tokens    authenticator.Token
+	access    authorizer.Authorizer
+	audiences authenticator.Audiences
+}
+
+var (
+	_ Authenticator = (*Kubernetes)(nil)
+	_ Authorizer    = (*Kubernetes)(nil)
+)
+
+// retry is how delegated reviews are retried on transient errors: quickly,
+// so a caller is not held long when the API server is away.
+var retry = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 3}
+
+// NewKubernetes builds the delegated authenticator and authorizer over cfg.
+// It needs RBAC to create tokenreviews and subjectaccessreviews (the
+// system:auth-delegator ClusterRole).
+func NewKubernetes(cfg *rest.Config, o KubernetesOptions) (*Kubernetes, error) {
+	if len(o.Audiences) == 0 {
+		o.Audiences = []string{"informerd"}
+	}
+	for _, ttl := range []*time.Duration{&o.AuthenticationTTL, &o.AuthorizedTTL, &o.UnauthorizedTTL} {
+		if *ttl <= 0 {
+			*ttl = 10 * time.Second
+		}
+	}
+	client, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("auth: client for reviews: %w", err)
+	}
+	m := newReviewMetrics(o.Registerer)
+	tokens, err := tokenwebhook.NewFromInterface(client.AuthenticationV1(), o.Audiences, retry, 10*time.Second, tokenwebhook.AuthenticatorMetrics{
+		RecordRequestTotal:   func(_ context.Context, code string) { m.requests.WithLabelValues("token", code).Inc() },
+		RecordRequestLatency: func(_ context.Context, code string, s float64) { m.latency.WithLabelValues("token").Observe(s) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("auth: token review: %w", err)
+	}
+	access, err := authzwebhook.NewFromInterface(client.AuthorizationV1(), o.AuthorizedTTL, o.UnauthorizedTTL, retry,
+		authorizer.DecisionDeny, accessMetrics{m: m}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("auth: subject access review: %w", err)
+	}
+	return &Kubernetes{
+		// Failures are cached too (cacheErrs false keeps transport errors
+		// out): a flood of bad tokens costs one review per token per TTL.
+		tokens:    tokencache.New(tokens, false, o.AuthenticationTTL, o.AuthenticationTTL),
+		access:    access,
+		audiences: o.Audiences,
+	}, nil
+}
+
+// Authenticate implements Authenticator: the "authorization: Bearer <token>"
+// metadata of the call, reviewed by the API server.
+func (k *Kubernetes) Authenticate(ctx context.Context) (user.Info, error) {
+	token, err := BearerToken(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, ok, err := k.tokens.AuthenticateToken(authenticator.WithAudiences(ctx, k.audiences), token)
+	switch {
+	case err != nil && isTransient(err):
+		return nil, &Error{Kind: Unavailable, Msg: fmt.Sprintf("cannot review the token with the API server: %v; retry", err)}
+	case err != nil || !ok:
+		why := "it is invalid, expired, or not issued for audience " + strings.Join(k.audiences, ",")
+		if err != nil {
+			why = err.Error()
+		}
+		return nil, unauthenticated("token rejected by the API server's TokenReview (%s); "+
+			"send a current ServiceAccount token issued for audience %s (a projected volume, or `kubectl create token --audience=%s`)",
+			why, strings.Join(k.audiences, ","), k.audiences[0])
+	}
+	return resp.User, nil
+}
+
+// Authorize implements Authorizer with a SubjectAccessReview as u.
+func (k *Kubernetes) Authorize(ctx context.Context, u user.Info, a Attributes) error {
+	decision, reason, err := k.access.Authorize(ctx, authorizer.AttributesRecord{
+		User:            u,
+		Verb:            a.Verb,
+		APIGroup:        a.Group,
+		Resource:        a.Resource,
+		Namespace:       a.Namespace,
+		Name:            a.Name,
+		ResourceRequest: true,
+	})
+	if decision == authorizer.DecisionAllow {
+		return nil
+	}
+	if err != nil {
+		return &Error{Kind: Unavailable, Msg: fmt.Sprintf("cannot authorize with the API server (SubjectAccessReview): %v; retry", err)}
+	}
+	return forbidden(u, a, reason)
+}
+
+// isTransient tells a review that could not be made from one that failed.
+func isTransient(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "timeout")
+}
+
+// BearerToken reads the "authorization: Bearer <token>" metadata of a call.
+func BearerToken(ctx context.Context) (string, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	values := md.Get("authorization")
+	if len(values) == 0 {
+		return "", unauthenticated("no credentials: send metadata \"authorization: Bearer <ServiceAccount token>\"")
+	}
+	if len(values) > 1 {
+		return "", unauthenticated("more than one \"authorization\" metadata value; send exactly one")
+	}
+	scheme, token, ok := strings.Cut(values[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return "", unauthenticated("malformed \"authorization\" metadata: want \"Bearer <token>\"")
+	}
+	return strings.TrimSpace(token), nil
+}
+
+// reviewMetrics count the TokenReviews and SubjectAccessReviews informerd
+// makes (cache misses only).
+type reviewMetrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newReviewMetrics(reg prometheus.Registerer) *reviewMetrics {
+	m := &reviewMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "informerd_auth_review_requests_total",
+			Help: "TokenReview (review=token) and SubjectAccessReview (review=access) requests sent to the API server, by HTTP code (\"<error>\" when none came back); cache hits are not counted.",
+		}, []string{"review", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "informerd_auth_review_duration_seconds",
+			Help:    "Time a TokenReview or SubjectAccessReview took.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 8),
+		}, []string{"review"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.latency)
+	}
+	return m
+}
+
+// accessMetrics adapts reviewMetrics to the webhook authorizer's hooks.
+type accessMetrics struct {
+	authzmetrics.NoopAuthorizerMetrics
+	m *reviewMetrics
+}
+
+func (a accessMetrics) RecordRequestTotal(_ context.Context, code string) {
+	a.m.requests.WithLabelValues("access", code).Inc()
+}
+
+func (a accessMetrics) RecordRequestLatency(_ context.Context, _ string, s float64) {
+	a.m.latency.WithLabelValues("access").Observe(s)
+}
