@@ -63,7 +63,7 @@ func TestManifests(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("install the Prometheus Operator CRDs from deploy/testdata/crds: %v", err)
 	}
-	for _, dir := range []string{"base", "examples/sidecar", "monitoring"} {
+	for _, dir := range []string{"base", "examples/sidecar", "examples/shared-client", "monitoring"} {
 		t.Run(dir, func(t *testing.T) {
 			objs := render(t, dir)
 			client := dynamic.NewForConfigOrDie(env.Config)
@@ -111,7 +111,7 @@ func TestManifests(t *testing.T) {
 					sawConfig = true
 				}
 			}
-			if !sawConfig && dir != "monitoring" {
+			if !sawConfig && dir != "monitoring" && dir != "examples/shared-client" {
 				t.Error("no informerd config in the rendered manifests")
 			}
 		})

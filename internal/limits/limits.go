@@ -102,13 +102,15 @@ func (l *Limiter) StartWatch(name string) (release func(), err error) {
 		id = &identity{bucket: rate.NewLimiter(rate.Limit(l.opts.WatchRate), l.opts.WatchBurst)}
 		l.ids[name] = id
 	}
-	if id.streams >= l.opts.MaxWatchesPerIdentity {
-		return nil, &Exceeded{Limit: MaxWatchesPerIdentity, Msg: fmt.Sprintf(
-			"identity %q already has %d open Watch streams, the limit (--%s); close some, or share one watch between readers", name, id.streams, MaxWatchesPerIdentity)}
-	}
+	// Every call spends a token, admitted or not: a client retrying in a
+	// tight loop against the stream limit is slowed down too.
 	if !id.bucket.AllowN(now, 1) {
 		return nil, &Exceeded{Limit: WatchRate, Msg: fmt.Sprintf(
 			"identity %q starts Watch calls faster than %g per second (burst %d; --%s, --watch-burst); back off and retry", name, l.opts.WatchRate, l.opts.WatchBurst, WatchRate)}
+	}
+	if id.streams >= l.opts.MaxWatchesPerIdentity {
+		return nil, &Exceeded{Limit: MaxWatchesPerIdentity, Msg: fmt.Sprintf(
+			"identity %q already has %d open Watch streams, the limit (--%s); close some, or share one watch between readers", name, id.streams, MaxWatchesPerIdentity)}
 	}
 	id.streams++
 	var once sync.Once

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
@@ -83,6 +84,11 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 		defer func() { <-rechecked }()
 	}
 	defer revoke(nil)
+	// Headers now tell a client the watch is admitted and registered, before
+	// any event (a quiet selection may have none for a long time).
+	if err := stream.SendHeader(metadata.MD{}); err != nil {
+		return err
+	}
 	send := func(items []fanout.Item) error { return s.send(stream, resource, items) }
 	if err := send(initial); err != nil {
 		return err
