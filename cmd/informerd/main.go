@@ -120,7 +120,9 @@ func main() {
 	if o.validateConfig != "" {
 		os.Exit(validate(o))
 	}
-	if err := run1(o, log); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run1(ctx, o, log); err != nil {
 		log.Error("informerd stopped", "err", err)
 		os.Exit(1)
 	}
@@ -147,7 +149,8 @@ func newLogger(format, level string) (*slog.Logger, error) {
 	return log, nil
 }
 
-func run1(o options, log *slog.Logger) error {
+// run1 runs informerd until ctx ends (SIGTERM), then shuts down in order.
+func run1(ctx context.Context, o options, log *slog.Logger) error {
 	if o.configPath == "" {
 		return errors.New("--config is required: a YAML file listing the resources to cache (see deploy/config.example.yaml)")
 	}
@@ -273,7 +276,7 @@ func run1(o options, log *slog.Logger) error {
 		"metrics", scheme+"://"+metricsLis.Addr().String()+"/metrics")
 
 	var g run.Group
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
 	for _, t := range []*transport.TLS{grpcTLS, metricsTLS} {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -42,7 +43,7 @@ func TestRefusedAtStart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base
 			tc.change(&o)
-			err := run1(o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			err := run1(context.Background(), o, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}

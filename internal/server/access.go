@@ -114,4 +114,3 @@ func (s *Server) refused(err error) error {
 	}
 	return st
 }
-

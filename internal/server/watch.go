@@ -13,8 +13,8 @@ import (
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/auth"
 	"github.com/informerd/informerd/internal/fanout"
-	"github.com/informerd/informerd/internal/limits"
 	"github.com/informerd/informerd/internal/indexer"
+	"github.com/informerd/informerd/internal/limits"
 )
 
 // idleBookmark is how long a watch with bookmarks allowed may go without

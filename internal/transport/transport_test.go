@@ -69,26 +69,26 @@ func check(addr string, roots []byte, clientCert, clientKey []byte) error {
 
 func TestTLS(t *testing.T) {
 	dir := t.TempDir()
-	serverCA, otherCA := newCA(t, "server-ca"), newCA(t, "other-ca")
-	cert, key := serverCA.issue(t, "informerd", true)
-	addr := serveTLS(t, transport.TLSFiles{CertFile: write(t, dir, "tls.crt", cert), KeyFile: write(t, dir, "tls.key", key)})
+	serverCA, otherCA := testenv.NewCA(t, "server-ca"), testenv.NewCA(t, "other-ca")
+	cert, key := serverCA.Issue(t, "informerd", true)
+	addr := serveTLS(t, transport.TLSFiles{CertFile: testenv.WriteFile(t, dir, "tls.crt", cert), KeyFile: testenv.WriteFile(t, dir, "tls.key", key)})
 
-	if err := check(addr, serverCA.pem, nil, nil); err != nil {
+	if err := check(addr, serverCA.PEM, nil, nil); err != nil {
 		t.Errorf("client trusting the server's CA: %v", err)
 	}
-	if err := check(addr, otherCA.pem, nil, nil); err == nil || !strings.Contains(err.Error(), "certificate") {
+	if err := check(addr, otherCA.PEM, nil, nil); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("client trusting another CA: got %v, want a certificate error", err)
 	}
 
 	t.Run("rotated certificate is served without a restart", func(t *testing.T) {
-		newCA := newCA(t, "rotated-ca")
-		cert, key := newCA.issue(t, "informerd", true)
-		write(t, dir, "tls.key", key)
-		write(t, dir, "tls.crt", cert)
+		rotated := testenv.NewCA(t, "rotated-ca")
+		cert, key := rotated.Issue(t, "informerd", true)
+		testenv.WriteFile(t, dir, "tls.key", key)
+		testenv.WriteFile(t, dir, "tls.crt", cert)
 		testenv.Eventually(t, 2*time.Minute, "new connections to see the rotated certificate", func() bool {
-			return check(addr, newCA.pem, nil, nil) == nil
+			return check(addr, rotated.PEM, nil, nil) == nil
 		})
-		if err := check(addr, serverCA.pem, nil, nil); err == nil {
+		if err := check(addr, serverCA.PEM, nil, nil); err == nil {
 			t.Error("the old certificate is still served after rotation")
 		}
 	})
@@ -96,15 +96,15 @@ func TestTLS(t *testing.T) {
 
 func TestMutualTLS(t *testing.T) {
 	dir := t.TempDir()
-	serverCA, clientCA, otherCA := newCA(t, "server-ca"), newCA(t, "client-ca"), newCA(t, "other-ca")
-	cert, key := serverCA.issue(t, "informerd", true)
+	serverCA, clientCA, otherCA := testenv.NewCA(t, "server-ca"), testenv.NewCA(t, "client-ca"), testenv.NewCA(t, "other-ca")
+	cert, key := serverCA.Issue(t, "informerd", true)
 	addr := serveTLS(t, transport.TLSFiles{
-		CertFile:     write(t, dir, "tls.crt", cert),
-		KeyFile:      write(t, dir, "tls.key", key),
-		ClientCAFile: write(t, dir, "client-ca.crt", clientCA.pem),
+		CertFile:     testenv.WriteFile(t, dir, "tls.crt", cert),
+		KeyFile:      testenv.WriteFile(t, dir, "tls.key", key),
+		ClientCAFile: testenv.WriteFile(t, dir, "client-ca.crt", clientCA.PEM),
 	})
-	goodCert, goodKey := clientCA.issue(t, "reader", false, "spiffe://cluster.local/ns/a/sa/reader")
-	strangerCert, strangerKey := otherCA.issue(t, "reader", false)
+	goodCert, goodKey := clientCA.Issue(t, "reader", false, "spiffe://cluster.local/ns/a/sa/reader")
+	strangerCert, strangerKey := otherCA.Issue(t, "reader", false)
 
 	tests := []struct {
 		name       string
@@ -117,7 +117,7 @@ func TestMutualTLS(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := check(addr, serverCA.pem, tc.cert, tc.key)
+			err := check(addr, serverCA.PEM, tc.cert, tc.key)
 			if (err == nil) != tc.wantPassed {
 				t.Errorf("got %v, want passed=%v", err, tc.wantPassed)
 			}
@@ -127,18 +127,18 @@ func TestMutualTLS(t *testing.T) {
 
 func TestNewTLSErrors(t *testing.T) {
 	dir := t.TempDir()
-	ca := newCA(t, "ca")
-	cert, key := ca.issue(t, "informerd", true)
-	_, otherKey := ca.issue(t, "other", true)
-	certFile := write(t, dir, "tls.crt", cert)
+	ca := testenv.NewCA(t, "ca")
+	cert, key := ca.Issue(t, "informerd", true)
+	_, otherKey := ca.Issue(t, "other", true)
+	certFile := testenv.WriteFile(t, dir, "tls.crt", cert)
 	tests := []struct {
 		name, want string
 		files      transport.TLSFiles
 	}{
 		{"key missing", "needs both", transport.TLSFiles{CertFile: certFile}},
 		{"no such file", "missing.crt", transport.TLSFiles{CertFile: filepath.Join(dir, "missing.crt"), KeyFile: certFile}},
-		{"key of another certificate", "tls.crt", transport.TLSFiles{CertFile: certFile, KeyFile: write(t, dir, "other.key", otherKey)}},
-		{"client CA missing", "ca.crt", transport.TLSFiles{CertFile: certFile, KeyFile: write(t, dir, "tls.key", key), ClientCAFile: filepath.Join(dir, "ca.crt")}},
+		{"key of another certificate", "tls.crt", transport.TLSFiles{CertFile: certFile, KeyFile: testenv.WriteFile(t, dir, "other.key", otherKey)}},
+		{"client CA missing", "ca.crt", transport.TLSFiles{CertFile: certFile, KeyFile: testenv.WriteFile(t, dir, "tls.key", key), ClientCAFile: filepath.Join(dir, "ca.crt")}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

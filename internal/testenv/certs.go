@@ -1,4 +1,4 @@
-package transport_test
+package testenv
 
 import (
 	"crypto/ecdsa"
@@ -12,28 +12,30 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// ca is a test certificate authority.
-type ca struct {
+// CA is a certificate authority for TLS tests.
+type CA struct {
 	cert *x509.Certificate
 	key  *ecdsa.PrivateKey
-	pem  []byte
+	// PEM is the CA certificate, for a client's or server's trust pool.
+	PEM []byte
 }
 
-var serial int64 = 1
+var serial atomic.Int64
 
-func newCA(t *testing.T, name string) *ca {
+// NewCA returns a new CA valid for an hour.
+func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	serial++
 	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(serial),
+		SerialNumber:          big.NewInt(serial.Add(1)),
 		Subject:               pkix.Name{CommonName: name},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(time.Hour),
@@ -46,20 +48,20 @@ func newCA(t *testing.T, name string) *ca {
 		t.Fatal(err)
 	}
 	cert, _ := x509.ParseCertificate(der)
-	return &ca{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	return &CA{cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
 }
 
-// issue signs a leaf certificate; a server one for 127.0.0.1 and localhost,
-// a client one with the given URI SANs.
-func (c *ca) issue(t *testing.T, cn string, server bool, uris ...string) (certPEM, keyPEM []byte) {
+// Issue signs a leaf certificate and returns it and its key as PEM: a
+// server one for 127.0.0.1 and localhost, or a client one; both with the
+// given URI SANs.
+func (c *CA) Issue(t testing.TB, cn string, server bool, uris ...string) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	serial++
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
+		SerialNumber: big.NewInt(serial.Add(1)),
 		Subject:      pkix.Name{CommonName: cn},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(time.Hour),
@@ -90,7 +92,10 @@ func (c *ca) issue(t *testing.T, cn string, server bool, uris ...string) (certPE
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
 }
 
-func write(t *testing.T, dir, name string, data []byte) string {
+// WriteFile writes data to dir/name by writing a temporary file and renaming
+// it over, as a Secret volume or cert-manager replaces files, and returns
+// the path.
+func WriteFile(t testing.TB, dir, name string, data []byte) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
 	// Write and rename, as a secret volume or cert-manager replaces files.
