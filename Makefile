@@ -11,7 +11,7 @@ BUF       := $(GO) tool -modfile=$(CURDIR)/tools/buf/go.mod buf
 TEST_FLAGS ?= -race -count=1 -timeout=20m
 export INFORMERD_CONTROLPLANE_DIR ?= $(BIN)/controlplane/current
 
-.PHONY: help build test manifests lint proto verify verify-proto verify-tidy update-monitoring-crds run testenv node-deps bench clean
+.PHONY: help build test manifests lint proto verify verify-proto verify-tidy update-monitoring-crds run testenv node-deps fuzz bench bench-short bench-go clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -22,9 +22,16 @@ build: ## build informerd into bin/
 testenv: ## build the pinned kube-apiserver and etcd (skipped when already built)
 	hack/controlplane/build.sh
 
-test: verify testenv node-deps ## everything CI checks: verify, unit and integration tests with -race on the real control plane, one pass of each benchmark
+test: verify testenv node-deps ## everything CI checks: verify, unit and integration tests with -race on the real control plane, one pass of each Go benchmark, a short pass of every fuzz target, the benchmark harness in smoke mode
 	$(GO) test $(TEST_FLAGS) ./...
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./...
+	hack/fuzz.sh $(FUZZTIME_TEST)
+	$(GO) run ./bench -mode=smoke
+
+FUZZTIME ?= 1m
+FUZZTIME_TEST ?= 4s
+fuzz: ## run every fuzz target for FUZZTIME each (default 1m); make test runs them for 4s
+	hack/fuzz.sh $(FUZZTIME)
 
 node-deps: examples/node/node_modules/.package-lock.json ## install the Node.js example's pinned packages (npm ci)
 
@@ -77,8 +84,14 @@ update-monitoring-crds: ## copy the Prometheus Operator CRDs deploy_test.go inst
 run: build testenv ## start a local kube-apiserver + etcd, sample objects, and informerd (or use $KUBECONFIG)
 	$(GO) run ./hack/devenv -- $(BIN)/informerd $(ARGS)
 
+bench: testenv ## the benchmark harness, full sizes, against kube-apiserver and client-go: docs/benchmarks/full/ (see docs/benchmarks.md)
+	$(GO) run ./bench -mode=full
+
+bench-short: testenv ## the benchmark harness at small sizes (under 10 minutes on 2 cores): docs/benchmarks/short/
+	$(GO) run ./bench -mode=short
+
 BENCH_COUNT ?= 3
-bench: ## run the Go benchmarks (BENCH_COUNT times each, default 3; see docs/benchmarks.md)
+bench-go: ## the Go microbenchmarks of each package (BENCH_COUNT times each, default 3)
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) ./...
 
 clean: ## remove built binaries (keeps the control plane build)

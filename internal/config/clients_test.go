@@ -17,7 +17,7 @@ func TestMTLSClients(t *testing.T) {
 		{name: "neither identity", yaml: `
   - {resources: [pods], namespaces: [a]}`, wantErrs: []string{"mtlsClients[0]: Required value"}},
 		{name: "both identities", yaml: `
-  - {uri: "spiffe://x/y", commonName: y, resources: [pods], namespaces: [a]}`, wantErrs: []string{"set only one of uri and commonName"}},
+  - {uri: "spiffe://x/y", commonName: ops, resources: [pods], namespaces: [a]}`, wantErrs: []string{"set only one of uri and commonName"}},
 		{name: "relative uri", yaml: `
   - {uri: "reader", resources: [pods], namespaces: [a]}`, wantErrs: []string{"must be an absolute URI"}},
 		{name: "resource not configured", yaml: `

@@ -4,10 +4,12 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -118,11 +120,21 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
-// Parse decodes YAML, rejecting unknown fields, then defaults and validates.
+// Parse decodes YAML, rejecting unknown and duplicate fields and keys
+// that differ from a field only in case (as kubectl's strict decoding
+// does), then defaults and validates.
 func Parse(data []byte) (*Config, error) {
 	var c Config
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
 		return nil, fmt.Errorf("parse: %w", err)
+	}
+	strict, err := sigsjson.UnmarshalStrict(j, &c, sigsjson.DisallowUnknownFields, sigsjson.DisallowDuplicateFields)
+	if err != nil {
+		return nil, fmt.Errorf("parse: %w", err)
+	}
+	if len(strict) > 0 {
+		return nil, fmt.Errorf("parse: %w (field names are case-sensitive; see docs/configuration.md)", errors.Join(strict...))
 	}
 	c.setDefaults()
 	if err := c.Validate(); err != nil {

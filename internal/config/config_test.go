@@ -102,7 +102,9 @@ func TestParseInvalid(t *testing.T) {
 		want []string
 	}{
 		{name: "empty", yaml: "", want: []string{"resources: Required value"}},
-		{name: "unknown field", yaml: "resources: [{resource: pods, nmespace: x}]", want: []string{`unknown field "nmespace"`}},
+		{name: "unknown field", yaml: "resources: [{resource: pods, nmespace: x}]", want: []string{`unknown field "resources[0].nmespace"`}},
+		{name: "field in another case", yaml: "resources: [{resource: pods, Resource: secrets}]", want: []string{`unknown field "resources[0].Resource"`, "case-sensitive"}},
+		{name: "duplicate key", yaml: "resources: [{resource: pods}]\nresources: [{resource: secrets}]", want: []string{`"resources" already set`}},
 		{name: "upper case resource", yaml: "resources: [{resource: Pods}]", want: []string{"resources[0].resource", "lower case"}},
 		{name: "bad resource shape", yaml: "resources: [{resource: 'pods..apps'}]", want: []string{"resources[0].resource", "<plural>.<group>"}},
 		{name: "duplicate resource", yaml: "resources: [{resource: pods}, {resource: pods}]", want: []string{"resources[1].resource: Duplicate value", "resources[0]"}},

@@ -108,6 +108,31 @@ func TestClusterScopedKey(t *testing.T) {
 	}
 }
 
+func TestParseRV(t *testing.T) {
+	tests := []struct {
+		name   string
+		rv     string
+		want   uint64
+		wantOK bool
+	}{
+		{name: "revision", rv: "42", want: 42, wantOK: true},
+		{name: "largest", rv: "18446744073709551615", want: 1<<64 - 1, wantOK: true},
+		{name: "empty", rv: ""},
+		{name: "not a number", rv: "x1"},
+		{name: "negative", rv: "-1"},
+		// FuzzResourceVersion found that ParseUint's out-of-range result,
+		// the largest uint64, came back instead of 0.
+		{name: "out of range", rv: "18446744073709551616"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, ok := ParseRV(tt.rv); got != tt.want || ok != tt.wantOK {
+				t.Errorf("ParseRV(%q) = %d, %v; want %d, %v", tt.rv, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
 func TestJSONPathRangeAndOutOfRange(t *testing.T) {
 	enc, err := NewEncoder([]IndexSpec{
 		{Name: "images", JSONPath: "{range .spec.containers[*]}{.image}{end}"},

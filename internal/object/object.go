@@ -81,5 +81,10 @@ func (l Labels) lookup(key string) (string, bool) {
 // returns 0 and false for anything else; informerd then cannot order it.
 func ParseRV(rv string) (uint64, bool) {
 	n, err := strconv.ParseUint(rv, 10, 64)
-	return n, err == nil
+	if err != nil {
+		// ParseUint returns the largest uint64 for an out-of-range number:
+		// as an RV it would put the cache ahead of every later change.
+		return 0, false
+	}
+	return n, true
 }

@@ -168,6 +168,12 @@ func (s *Server) Get(ctx context.Context, req *pb.GetRequest) (*pb.GetResponse, 
 	if req.GetName() == "" {
 		return nil, invalid("name is required")
 	}
+	// A "/" would make namespace and name another object's cache key
+	// (namespace "" and name "a/p" is the key of p in namespace a); no
+	// Kubernetes name or namespace holds one.
+	if strings.Contains(req.GetName(), "/") || strings.Contains(req.GetNamespace(), "/") {
+		return nil, invalid("namespace %q and name %q: neither may contain \"/\"; set namespace and name separately", req.GetNamespace(), req.GetName())
+	}
 	if err := s.authorize(ctx, attributes("get", p, req.GetNamespace(), req.GetName())); err != nil {
 		return nil, err
 	}

@@ -108,6 +108,10 @@ func (e *Env) UserConfig(name string, groups []string) (*rest.Config, error) {
 	return u.Config(), nil
 }
 
+// CertDir is the API server's certificate folder; its path is on the API
+// server's command line, which tells its process apart.
+func (e *Env) CertDir() string { return e.certDir }
+
 // ServiceAccountSigner returns the file of the key the API server signs
 // ServiceAccount tokens with (PKCS#8 PEM, ECDSA P-256) and the issuer it
 // puts in them, for tests that forge tokens, such as expired ones.

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	pb "github.com/informerd/informerd/api/proto/informerd/v1"
+)
+
+// receipt is one event a watcher received: its resourceVersion and when.
+type receipt struct {
+	rv string
+	at time.Time
+}
+
+// watchers are N streams, each recording what it receives.
+type watchers struct {
+	mu       sync.Mutex
+	got      [][]receipt
+	received atomic.Int64
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+func (w *watchers) record(i int, rv string) {
+	now := time.Now()
+	w.received.Add(1)
+	w.mu.Lock()
+	w.got[i] = append(w.got[i], receipt{rv, now})
+	w.mu.Unlock()
+}
+
+// take returns and forgets what was received so far.
+func (w *watchers) take() [][]receipt {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.got
+	w.got = make([][]receipt, len(out))
+	w.received.Store(0)
+	return out
+}
+
+func (w *watchers) close() { w.cancel(); w.wg.Wait() }
+
+// grpcWatchers opens n Watch-by-index streams (informerd or the floor),
+// watcher i on node i%nodes, and returns once every stream is admitted.
+// slow, when set, makes those watchers sleep after each event.
+func grpcWatchers(ctx context.Context, client pb.CacheServiceClient, n, nodes int, slow func(i int) time.Duration) (*watchers, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &watchers{got: make([][]receipt, n), cancel: cancel}
+	errs := make(chan error, n)
+	for i := range n {
+		sel := &pb.Selector{Index: &pb.IndexSelector{Name: "node", Values: []string{nodeName(i, nodes)}}}
+		stream, err := client.Watch(ctx, &pb.WatchRequest{Resource: "pods", Selector: sel})
+		if err == nil {
+			_, err = stream.Header()
+		}
+		if err != nil {
+			cancel()
+			w.wg.Wait()
+			return nil, fmt.Errorf("watcher %d: %w", i, err)
+		}
+		pause := time.Duration(0)
+		if slow != nil {
+			pause = slow(i)
+		}
+		w.wg.Go(func() {
+			for {
+				ev, err := stream.Recv()
+				if err != nil {
+					if ctx.Err() == nil {
+						errs <- err
+					}
+					return
+				}
+				w.record(i, ev.GetResourceVersion())
+				if pause > 0 {
+					time.Sleep(pause)
+				}
+			}
+		})
+	}
+	return w, nil
+}
+
+// apiWatchers opens n watches on kube-apiserver, watcher i with
+// fieldSelector spec.nodeName of node i%nodes, reading the raw JSON stream
+// (decoding only the resourceVersion, as little as the gRPC clients do).
+func apiWatchers(ctx context.Context, c *cluster, ns string, n, nodes int) (*watchers, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &watchers{got: make([][]receipt, n), cancel: cancel}
+	for i := range n {
+		body, err := c.kube.CoreV1().RESTClient().Get().Namespace(ns).Resource("pods").
+			Param("watch", "true").Param("fieldSelector", "spec.nodeName="+nodeName(i, nodes)).Stream(ctx)
+		if err != nil {
+			cancel()
+			w.wg.Wait()
+			return nil, fmt.Errorf("API server watcher %d: %w", i, err)
+		}
+		w.wg.Go(func() {
+			defer body.Close()
+			dec := json.NewDecoder(bufio.NewReaderSize(body, 64<<10))
+			for {
+				var ev struct {
+					Object struct {
+						Metadata struct {
+							ResourceVersion string `json:"resourceVersion"`
+						} `json:"metadata"`
+					} `json:"object"`
+				}
+				if err := dec.Decode(&ev); err != nil {
+					return
+				}
+				w.record(i, ev.Object.Metadata.ResourceVersion)
+			}
+		})
+	}
+	return w, nil
+}
+
+// churn updates random pods of ns at rate per second (0: as fast as 16
+// writers get acknowledged) for d, and returns each write's resourceVersion
+// and acknowledgement time.
+func churn(ctx context.Context, c *cluster, ns string, pods, nodes int, rate float64, d time.Duration) (map[string]time.Time, error) {
+	var mu sync.Mutex
+	acks := map[string]time.Time{}
+	var seq atomic.Int64
+	var firstErr error
+	write := func() {
+		i := rand.IntN(pods)
+		n := seq.Add(1)
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"bench/seq":"%d"}}}`, n)
+		p, err := c.kube.CoreV1().Pods(ns).Patch(ctx, podName(i), types.MergePatchType, patch, metav1.PatchOptions{})
+		now := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			if firstErr == nil && ctx.Err() == nil {
+				firstErr = err
+			}
+			return
+		}
+		acks[p.ResourceVersion] = now
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	if rate > 0 {
+		sem := make(chan struct{}, 64)
+		sent := 0
+		for time.Since(start) < d && ctx.Err() == nil {
+			due := int(rate * time.Since(start).Seconds())
+			for ; sent < due; sent++ {
+				sem <- struct{}{}
+				wg.Go(func() { write(); <-sem })
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	} else {
+		for range 16 {
+			wg.Go(func() {
+				for time.Since(start) < d && ctx.Err() == nil {
+					write()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return acks, firstErr
+}
+
+// podName is the name benchdata.Pod gives pod i.
+func podName(i int) string { return fmt.Sprintf("web-7c9f8d6b5-%05d", i) }
+
+// delays joins receipts with acknowledgements (or, with acks nil, reads the
+// floor's generation time from the resourceVersion) and returns p50 and
+// p99 in milliseconds. An event may arrive before its write's response
+// does; that delay counts as 0.
+func delays(got [][]receipt, acks map[string]time.Time) (p50, p99 float64) {
+	var ds []float64
+	for _, rs := range got {
+		for _, r := range rs {
+			var sent time.Time
+			if acks == nil {
+				ns, err := strconv.ParseInt(r.rv, 10, 64)
+				if err != nil {
+					continue
+				}
+				sent = time.Unix(0, ns)
+			} else {
+				t, ok := acks[r.rv]
+				if !ok {
+					continue
+				}
+				sent = t
+			}
+			ds = append(ds, max(0, float64(r.at.Sub(sent))/float64(time.Millisecond)))
+		}
+	}
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], ds[min(len(ds)-1, len(ds)*99/100)]
+}
+
+func total(got [][]receipt) int {
+	n := 0
+	for _, rs := range got {
+		n += len(rs)
+	}
+	return n
+}

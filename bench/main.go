@@ -1,0 +1,216 @@
+// Command bench measures informerd side by side with the alternatives its
+// users have — kube-apiserver serving the same watches and lists, client-go
+// informers in every process, a bare grpc-go server — on one machine in one
+// run, and writes results.json, results.md and SVG plots.
+//
+//	go run ./bench -mode=short -out=docs/benchmarks/short
+//
+// Modes: smoke (seconds of each scenario, for make test), short (under 10
+// minutes on 2 cores), full (the sizes). Its child processes —
+// bench/informer, bench/thin and bench/floor, each linking only what it
+// needs — are built and run so each is measured alone.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// bench holds a run's settings and the parts every scenario uses.
+type bench struct {
+	mode         string
+	runs         int
+	pods, nodes  int
+	watchers     []int
+	phaseTime    time.Duration
+	memorySizes  []int
+	sidecars     []int
+	lists        int
+	ns           string
+	dir          string
+	informerdBin string
+	cluster      *cluster
+	informerd    *daemon
+}
+
+var modes = map[string]bench{
+	"smoke": {runs: 1, pods: 300, nodes: 10, watchers: []int{10}, phaseTime: 2 * time.Second, memorySizes: []int{300}, sidecars: []int{2}, lists: 20},
+	"short": {runs: 3, pods: 2000, nodes: 100, watchers: []int{10, 100}, phaseTime: 5 * time.Second, memorySizes: []int{2000}, sidecars: []int{5, 10}, lists: 200},
+	"full":  {runs: 3, pods: 10000, nodes: 100, watchers: []int{10, 100, 1000}, phaseTime: 15 * time.Second, memorySizes: []int{10000, 50000}, sidecars: []int{10, 50}, lists: 1000},
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func main() {
+	mode := flag.String("mode", "short", "smoke, short or full")
+	out := flag.String("out", "", "folder for results.json, results.md and plots (default docs/benchmarks/<mode>, or a temporary folder for smoke)")
+	runs := flag.Int("runs", 0, "repetitions of each measurement (default: 1 for smoke, 3 otherwise)")
+	only := flag.String("scenarios", "fanout,memory,sidecars,list", "comma-separated scenarios to run")
+	flag.Parse()
+	b, ok := modes[*mode]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "bench: -mode %q: want smoke, short or full\n", *mode)
+		os.Exit(2)
+	}
+	b.mode = *mode
+	if *runs > 0 {
+		b.runs = *runs
+	}
+	if err := run(&b, *out, strings.Split(*only, ",")); err != nil {
+		logf("FAILED: %v", err)
+		os.Exit(1)
+	}
+}
+
+func run(b *bench, out string, only []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	if b.dir, err = os.MkdirTemp("", "informerd-bench-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(b.dir)
+	if out == "" {
+		out = filepath.Join("docs", "benchmarks", b.mode)
+		if b.mode == "smoke" {
+			out = filepath.Join(b.dir, "results")
+		}
+	}
+	report := &Report{Mode: b.mode, Runs: b.runs, Started: time.Now(), Command: "go run ./bench " + strings.Join(os.Args[1:], " ")}
+	report.Machine = machine()
+
+	b.informerdBin = filepath.Join(b.dir, "informerd")
+	logf("building informerd")
+	build := exec.Command("go", "build", "-o", b.informerdBin, "./cmd/informerd")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build informerd (run from the repository root): %w", err)
+	}
+	for _, name := range []string{"informer", "thin", "floor"} {
+		childBins[name] = filepath.Join(b.dir, name)
+		build := exec.Command("go", "build", "-o", childBins[name], "./bench/"+name)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build bench/%s: %w", name, err)
+		}
+	}
+	logf("starting kube-apiserver and etcd")
+	if b.cluster, err = startCluster(b.dir); err != nil {
+		return err
+	}
+	defer b.cluster.stop()
+	b.ns = "bench"
+	if err := b.cluster.loadPods(ctx, b.ns, b.pods, b.nodes); err != nil {
+		return err
+	}
+	if b.informerd, err = startInformerd(ctx, b.informerdBin, b.cluster, b.dir, podsConfig(b.ns)); err != nil {
+		return err
+	}
+	defer b.informerd.stop()
+
+	scenarios := []struct {
+		name string
+		run  func(context.Context, *bench) (Scenario, error)
+	}{{"fanout", fanOut}, {"memory", memory}, {"sidecars", sidecars}, {"list", listByIndex}}
+	for _, sc := range scenarios {
+		if !contains(only, sc.name) {
+			continue
+		}
+		logf("scenario %s", sc.name)
+		start := time.Now()
+		s, err := sc.run(ctx, b)
+		if err != nil {
+			return fmt.Errorf("scenario %s: %w", sc.name, err)
+		}
+		logf("scenario %s done in %v", sc.name, time.Since(start).Round(time.Second))
+		report.Results = append(report.Results, s)
+	}
+	report.Finished = time.Now()
+	if err := report.write(out); err != nil {
+		return err
+	}
+	if err := check(out); err != nil {
+		return fmt.Errorf("the results in %s are not well formed: %w", out, err)
+	}
+	logf("wrote %s (results.json, results.md, plots) in %v", out, report.Finished.Sub(report.Started).Round(time.Second))
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if strings.TrimSpace(x) == s {
+			return true
+		}
+	}
+	return false
+}
+
+// check reads results.json back and verifies every scenario has rows, every
+// value is finite, and the Markdown and plots exist.
+func check(dir string) error {
+	data, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return err
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return err
+	}
+	if len(r.Results) == 0 {
+		return fmt.Errorf("no scenarios")
+	}
+	for _, s := range r.Results {
+		if len(s.Rows) == 0 {
+			return fmt.Errorf("scenario %s has no rows", s.Name)
+		}
+		for _, row := range s.Rows {
+			for col, st := range row.Values {
+				for _, v := range append([]float64{st.Median, st.Min, st.Max}, st.Runs...) {
+					if math.IsNaN(v) || math.IsInf(v, 0) {
+						return fmt.Errorf("scenario %s, %v, %s: %v", s.Name, row.Labels, col, v)
+					}
+				}
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, s.Name+".svg")); err != nil {
+			return err
+		}
+	}
+	_, err = os.Stat(filepath.Join(dir, "results.md"))
+	return err
+}
+
+// machine describes this machine and the versions under test.
+func machine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), KubeAPIServer: "v1.37.2", Etcd: "v3.7.3"}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb uint64
+		fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(strings.SplitN(string(data), "\n", 2)[0], "MemTotal:")), "%d", &kb)
+		m.MemoryBytes = kb << 10
+	}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				m.CPUModel = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		m.Commit = strings.TrimSpace(string(out))
+	}
+	return m
+}
