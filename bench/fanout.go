@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"strconv"
 	"sync"
@@ -14,6 +15,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 )
@@ -100,8 +103,16 @@ func grpcWatchers(ctx context.Context, client pb.CacheServiceClient, n, nodes in
 func apiWatchers(ctx context.Context, c *cluster, ns string, n, nodes int) (*watchers, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &watchers{got: make([][]receipt, n), cancel: cancel}
+	var kube *kubernetes.Clientset
 	for i := range n {
-		body, err := c.kube.CoreV1().RESTClient().Get().Namespace(ns).Resource("pods").
+		// A connection per 100 watches: HTTP/2 caps the streams of one
+		// connection, and a real fleet of clients has many connections.
+		if i%100 == 0 {
+			cfg := rest.CopyConfig(c.config)
+			cfg.Dial = (&net.Dialer{}).DialContext // a transport of its own, not client-go's shared one
+			kube = kubernetes.NewForConfigOrDie(cfg)
+		}
+		body, err := kube.CoreV1().RESTClient().Get().Namespace(ns).Resource("pods").
 			Param("watch", "true").Param("fieldSelector", "spec.nodeName="+nodeName(i, nodes)).Stream(ctx)
 		if err != nil {
 			cancel()

@@ -43,8 +43,6 @@ func podsConfig(ns string) string {
   - resource: pods
     namespace: %s
     indexes: [{name: node, jsonpath: "{.spec.nodeName}"}]
-history:
-  maxEvents: 200000
 `, ns)
 }
 

@@ -37,6 +37,8 @@ type bench struct {
 	memorySizes  []int
 	sidecars     []int
 	lists        int
+	relistPods   int // pods in the relist scenario's namespace
+	relistN      int // watchers or informers in the relist scenario
 	ns           string
 	dir          string
 	informerdBin string
@@ -45,9 +47,9 @@ type bench struct {
 }
 
 var modes = map[string]bench{
-	"smoke": {runs: 1, pods: 300, nodes: 10, watchers: []int{10}, phaseTime: 2 * time.Second, memorySizes: []int{300}, sidecars: []int{2}, lists: 20},
-	"short": {runs: 3, pods: 2000, nodes: 100, watchers: []int{10, 100}, phaseTime: 5 * time.Second, memorySizes: []int{2000}, sidecars: []int{5, 10}, lists: 200},
-	"full":  {runs: 3, pods: 10000, nodes: 100, watchers: []int{10, 100, 1000}, phaseTime: 15 * time.Second, memorySizes: []int{10000, 50000}, sidecars: []int{10, 50}, lists: 1000},
+	"smoke": {runs: 1, pods: 300, nodes: 10, watchers: []int{10}, phaseTime: 2 * time.Second, memorySizes: []int{300}, sidecars: []int{2}, lists: 20, relistPods: 50, relistN: 10},
+	"short": {runs: 3, pods: 2000, nodes: 100, watchers: []int{100, 1000}, phaseTime: 5 * time.Second, memorySizes: []int{2000}, sidecars: []int{10, 50}, lists: 200, relistPods: 200, relistN: 200},
+	"full":  {runs: 3, pods: 10000, nodes: 100, watchers: []int{10, 100, 1000}, phaseTime: 15 * time.Second, memorySizes: []int{10000, 50000}, sidecars: []int{10, 50}, lists: 1000, relistPods: 500, relistN: 1000},
 }
 
 func logf(format string, args ...any) {
@@ -58,7 +60,7 @@ func main() {
 	mode := flag.String("mode", "short", "smoke, short or full")
 	out := flag.String("out", "", "folder for results.json, results.md and plots (default docs/benchmarks/<mode>, or a temporary folder for smoke)")
 	runs := flag.Int("runs", 0, "repetitions of each measurement (default: 1 for smoke, 3 otherwise)")
-	only := flag.String("scenarios", "fanout,memory,sidecars,list", "comma-separated scenarios to run")
+	only := flag.String("scenarios", "fanout,memory,sidecars,list,slow,relist", "comma-separated scenarios to run")
 	flag.Parse()
 	b, ok := modes[*mode]
 	if !ok {
@@ -124,7 +126,7 @@ func run(b *bench, out string, only []string) error {
 	scenarios := []struct {
 		name string
 		run  func(context.Context, *bench) (Scenario, error)
-	}{{"fanout", fanOut}, {"memory", memory}, {"sidecars", sidecars}, {"list", listByIndex}}
+	}{{"fanout", fanOut}, {"memory", memory}, {"sidecars", sidecars}, {"list", listByIndex}, {"slow", slowConsumers}, {"relist", relist}}
 	for _, sc := range scenarios {
 		if !contains(only, sc.name) {
 			continue

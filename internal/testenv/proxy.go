@@ -30,14 +30,23 @@ func NewProxy(cfg *rest.Config) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testenv: proxy target %q: %w", cfg.Host, err)
 	}
+	return NewProxyTo(u.Host)
+}
+
+// NewProxyTo listens on a free loopback port and forwards to target, a
+// host:port (such as informerd's gRPC address). Close stops it.
+func NewProxyTo(target string) (*Proxy, error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("testenv: proxy listen: %w", err)
 	}
-	p := &Proxy{target: u.Host, lis: lis, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{target: target, lis: lis, conns: map[net.Conn]struct{}{}}
 	p.wg.Go(p.accept)
 	return p, nil
 }
+
+// Addr returns the host:port the proxy listens on.
+func (p *Proxy) Addr() string { return p.lis.Addr().String() }
 
 // Config returns a copy of cfg that reaches the API server through the proxy.
 // The serving certificate covers 127.0.0.1, so TLS still verifies.
