@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/metadata"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
@@ -82,9 +87,10 @@ func NewKubernetes(cfg *rest.Config, o KubernetesOptions) (*Kubernetes, error) {
 		return nil, fmt.Errorf("auth: subject access review: %w", err)
 	}
 	return &Kubernetes{
-		// Failures are cached too (cacheErrs false keeps transport errors
-		// out): a flood of bad tokens costs one review per token per TTL.
-		tokens:    tokencache.New(tokens, false, o.AuthenticationTTL, o.AuthenticationTTL),
+		// Rejections are cached for the TTL, so a client repeating a bad
+		// token costs one review per TTL; failures of the review itself are
+		// not, so they end with the outage.
+		tokens:    tokencache.New(rejections{tokens}, false, o.AuthenticationTTL, o.AuthenticationTTL),
 		access:    access,
 		audiences: o.Audiences,
 	}, nil
@@ -99,16 +105,14 @@ func (k *Kubernetes) Authenticate(ctx context.Context) (user.Info, error) {
 	}
 	resp, ok, err := k.tokens.AuthenticateToken(authenticator.WithAudiences(ctx, k.audiences), token)
 	switch {
-	case err != nil && isTransient(err):
-		return nil, &Error{Kind: Unavailable, Msg: fmt.Sprintf("cannot review the token with the API server: %v; retry", err)}
-	case err != nil || !ok:
-		why := "it is invalid, expired, or not issued for audience " + strings.Join(k.audiences, ",")
-		if err != nil {
-			why = err.Error()
-		}
-		return nil, unauthenticated("token rejected by the API server's TokenReview (%s); "+
-			"send a current ServiceAccount token issued for audience %s (a projected volume, or `kubectl create token --audience=%s`)",
-			why, strings.Join(k.audiences, ","), k.audiences[0])
+	case err != nil:
+		// The cause is in informerd's log (client-go's webhook logs it);
+		// the caller learns only that it may retry.
+		return nil, &Error{Kind: Unavailable, Msg: "informerd cannot review tokens with the API server right now; retry"}
+	case !ok:
+		return nil, unauthenticated("token rejected by the API server's TokenReview: it is invalid, expired, or not issued for audience %s; "+
+			"send a current ServiceAccount token issued for that audience (a projected volume, or `kubectl create token --audience=%s`)",
+			strings.Join(k.audiences, ","), k.audiences[0])
 	}
 	return resp.User, nil
 }
@@ -128,15 +132,34 @@ func (k *Kubernetes) Authorize(ctx context.Context, u user.Info, a Attributes) e
 		return nil
 	}
 	if err != nil {
-		return &Error{Kind: Unavailable, Msg: fmt.Sprintf("cannot authorize with the API server (SubjectAccessReview): %v; retry", err)}
+		return &Error{Kind: Unavailable, Msg: "informerd cannot authorize with the API server (SubjectAccessReview) right now; retry"}
 	}
 	return forbidden(u, a, reason)
 }
 
-// isTransient tells a review that could not be made from one that failed.
-func isTransient(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
-		strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "timeout")
+// rejections tells a token the API server rejected (answered, with a
+// reason or none) from a review that could not be made: the first becomes
+// "not authenticated" with no error, which the token cache keeps for its
+// failure TTL; the second stays an error, which it does not keep.
+type rejections struct{ inner authenticator.Token }
+
+func (r rejections) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+	resp, ok, err := r.inner.AuthenticateToken(ctx, token)
+	if err == nil || reviewFailed(ctx, err) {
+		return resp, ok, err
+	}
+	return nil, false, nil
+}
+
+// reviewFailed reports whether err is the TokenReview request failing (an
+// API status such as 429 or 503, a transport error, the call's end) rather
+// than the review's answer, which the webhook returns as a plain error.
+func reviewFailed(ctx context.Context, err error) bool {
+	var status apierrors.APIStatus
+	var urlErr *url.Error
+	var netErr net.Error
+	return ctx.Err() != nil || errors.As(err, &status) || errors.As(err, &urlErr) || errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // BearerToken reads the "authorization: Bearer <token>" metadata of a call.

@@ -153,6 +153,12 @@ resources:
 			_, err := list(forge(t, sa, time.Now().Add(-time.Minute)), "configmaps", "authz-a")
 			return err
 		}, codes.Unauthenticated, "expired"},
+		{"ListResources without a token", func() error { _, err := f.client.ListResources(ctx, &pb.ListResourcesRequest{}); return err },
+			codes.Unauthenticated, "authorization: Bearer"},
+		{"get a configmap in b by name", func() error {
+			_, err := f.client.Get(as(good), &pb.GetRequest{Resource: "configmaps", Namespace: "authz-b", Name: "cm-authz-b"})
+			return err
+		}, codes.PermissionDenied, `cannot get resource "configmaps" (name "cm-authz-b")`},
 		{"ListResources with a token", func() error { _, err := f.client.ListResources(as(good), &pb.ListResourcesRequest{}); return err },
 			codes.OK, ""},
 	}

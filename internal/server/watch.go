@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -31,7 +32,13 @@ var eventTypes = map[fanout.Type]pb.EventType{
 // Watch implements CacheService.
 func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer) (err error) {
 	ctx := stream.Context()
-	resource := req.GetResource()
+	p, err := s.synced(req.GetResource())
+	if err != nil {
+		return err
+	}
+	// Metric labels are the canonical names of served resources, never
+	// what a client sent.
+	resource := p.Resolved().CanonicalName()
 	if n := s.watches.Add(1); n > int64(s.opts.MaxWatches) {
 		s.watches.Add(-1)
 		s.opts.Observer.StreamEnded(resource, metricsReasonLimit)
@@ -39,10 +46,6 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 			"too many watches: the limit of %d open Watch streams over all clients (--max-watches) is reached; retry later or use another replica", s.opts.MaxWatches)})
 	}
 	defer s.watches.Add(-1)
-	p, err := s.synced(resource)
-	if err != nil {
-		return err
-	}
 	attrs := attributes("watch", p, req.GetSelector().GetNamespace(), "")
 	if err := s.authorize(ctx, attrs); err != nil {
 		return err
@@ -65,7 +68,6 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 			return err
 		}
 	}
-	resource = p.Status().Resolved.CanonicalName()
 	w, initial, at, err := s.hubs[p].Watch(opts)
 	if err != nil {
 		if errors.Is(err, indexer.ErrTooOld) {
@@ -89,7 +91,7 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 	if err := stream.SendHeader(metadata.MD{}); err != nil {
 		return err
 	}
-	send := func(items []fanout.Item) error { return s.send(stream, resource, items) }
+	send := func(items []fanout.Item) error { return s.send(wctx, stream, resource, items) }
 	if err := send(initial); err != nil {
 		return err
 	}
@@ -103,7 +105,6 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 		items, err := w.Next(nctx)
 		cancel()
 		if ctx.Err() == nil && wctx.Err() != nil {
-			s.opts.Observer.StreamEnded(resource, metricsReasonRevoked)
 			return context.Cause(wctx)
 		}
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
@@ -122,8 +123,13 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 	}
 }
 
-func (s *Server) send(stream pb.CacheService_WatchServer, resource string, items []fanout.Item) error {
+// send sends items until ctx ends (a revoked caller gets no more, even of
+// a long initial list); then it returns ctx's cause.
+func (s *Server) send(ctx context.Context, stream pb.CacheService_WatchServer, resource string, items []fanout.Item) error {
 	for _, it := range items {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		resp := &pb.WatchResponse{Type: eventTypes[it.Type], ResourceVersion: it.ResourceVersion}
 		if it.Object != nil {
 			resp.Object = toProto(it.Object)
@@ -151,6 +157,15 @@ const (
 // recheckLoop re-checks the caller's access every RecheckInterval until ctx
 // ends, and ends the watch through revoke when it is gone.
 func (s *Server) recheckLoop(ctx context.Context, revoke context.CancelCauseFunc, a auth.Attributes) {
+	// A random first interval spreads the re-checks of streams opened
+	// together over time.
+	first := time.NewTimer(rand.N(s.opts.RecheckInterval) + 1)
+	select {
+	case <-ctx.Done():
+		first.Stop()
+		return
+	case <-first.C:
+	}
 	t := time.NewTicker(s.opts.RecheckInterval)
 	defer t.Stop()
 	for {
@@ -181,6 +196,8 @@ func endReason(ctx context.Context, err error) string {
 		return metricsReasonSlow
 	case codes.Unavailable:
 		return metricsReasonShutdown
+	case codes.PermissionDenied, codes.Unauthenticated:
+		return metricsReasonRevoked
 	}
 	return metricsReasonClientGone
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 const unixPrefix = "unix://"
@@ -59,7 +60,12 @@ func Listen(flag, addr string, sock Socket) (net.Listener, error) {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
 		_ = os.Remove(path)
 	}
+	// The socket is created owner-only and opened up below: with the
+	// process's umask it could be connectable by anyone until the chmod.
+	// (Listen runs at start, before other goroutines create files.)
+	old := syscall.Umask(0o177)
 	l, err := net.Listen("unix", path)
+	syscall.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s %s: %w", flag, addr, err)
 	}
