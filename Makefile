@@ -11,18 +11,19 @@ BUF       := $(GO) tool -modfile=$(CURDIR)/tools/buf/go.mod buf
 TEST_FLAGS ?= -race -count=1 -timeout=20m
 export INFORMERD_CONTROLPLANE_DIR ?= $(BIN)/controlplane/current
 
-.PHONY: help build test manifests lint proto verify verify-proto verify-tidy update-monitoring-crds run testenv node-deps fuzz bench bench-short bench-go clean
+.PHONY: help build test manifests lint proto verify verify-proto verify-tidy update-monitoring-crds run testenv node-deps python-deps fuzz bench bench-short bench-go clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-build: ## build informerd into bin/
+build: ## build informerd and informerctl into bin/
 	$(GO) build -o $(BIN)/informerd ./cmd/informerd
+	$(GO) build -o $(BIN)/informerctl ./cmd/informerctl
 
 testenv: ## build the pinned kube-apiserver and etcd (skipped when already built)
 	hack/controlplane/build.sh
 
-test: verify testenv node-deps ## everything CI checks: verify, unit and integration tests with -race on the real control plane, one pass of each Go benchmark, a short pass of every fuzz target, the benchmark harness in smoke mode
+test: verify testenv node-deps python-deps ## everything CI checks: verify, unit and integration tests with -race on the real control plane, one pass of each Go benchmark, a short pass of every fuzz target, the benchmark harness in smoke mode
 	$(GO) test $(TEST_FLAGS) ./...
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./...
 	hack/fuzz.sh $(FUZZTIME_TEST)
@@ -32,6 +33,11 @@ FUZZTIME ?= 1m
 FUZZTIME_TEST ?= 4s
 fuzz: ## run every fuzz target for FUZZTIME each (default 1m); make test runs them for 4s
 	hack/fuzz.sh $(FUZZTIME)
+
+PYTHON_DEBS := python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc
+python-deps: ## install Debian's packages the Python example needs (apt-get, as root; skipped when present)
+	@if /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null && [[ -x /usr/bin/protoc && -x /usr/bin/grpc_python_plugin ]]; then :; \
+	else apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PYTHON_DEBS); fi
 
 node-deps: examples/node/node_modules/.package-lock.json ## install the Node.js example's pinned packages (npm ci)
 
@@ -95,4 +101,4 @@ bench-go: ## the Go microbenchmarks of each package (BENCH_COUNT times each, def
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) ./...
 
 clean: ## remove built binaries (keeps the control plane build)
-	rm -rf $(BIN)/informerd $(TOOLS)
+	rm -rf $(BIN)/informerd $(BIN)/informerctl $(TOOLS)

@@ -9,6 +9,7 @@
 //   events and resumes, to show (and test) that nothing is lost.
 'use strict';
 
+const fs = require('node:fs');
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
@@ -26,14 +27,25 @@ const definition = protoLoader.loadSync(
   { keepCase: false, longs: String, enums: String, defaults: true, oneofs: true },
 );
 const { CacheService } = grpc.loadPackageDefinition(definition).informerd.v1;
-const client = new CacheService(address, grpc.credentials.createInsecure());
+const caFile = process.env.INFORMERD_CA_FILE;
+const tokenFile = process.env.INFORMERD_TOKEN_FILE;
+const client = new CacheService(address,
+  caFile ? grpc.credentials.createSsl(fs.readFileSync(caFile)) : grpc.credentials.createInsecure());
+
+// Call metadata: the bearer token, read again for every call because the
+// kubelet rotates projected ServiceAccount tokens by replacing the file.
+function metadata() {
+  const md = new grpc.Metadata();
+  if (tokenFile) md.set('authorization', `Bearer ${fs.readFileSync(tokenFile, 'utf8').trim()}`);
+  return md;
+}
 
 const print = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
 const decode = (object) => JSON.parse(Buffer.from(object.json).toString('utf8'));
 
 function call(method, request) {
   return new Promise((resolve, reject) => {
-    client[method](request, (err, response) => (err ? reject(err) : resolve(response)));
+    client[method](request, metadata(), (err, response) => (err ? reject(err) : resolve(response)));
   });
 }
 
@@ -51,7 +63,7 @@ async function main() {
   let resumed = false;
   while (seen < want) {
     await new Promise((resolve, reject) => {
-      const stream = client.Watch({ resource, selector: { namespace }, resourceVersion: lastRV, allowBookmarks: true });
+      const stream = client.Watch({ resource, selector: { namespace }, resourceVersion: lastRV, allowBookmarks: true }, metadata());
       stream.on('data', (ev) => {
         lastRV = ev.resourceVersion;
         if (ev.type === 'EVENT_TYPE_BOOKMARK') return;
@@ -69,7 +81,12 @@ async function main() {
           // Too old to resume: a real client lists again here.
           return reject(new Error(`resourceVersion ${lastRV} is too old: list again (${err.details})`));
         }
-        // UNAVAILABLE (shutdown, failover) and the like: resume from lastRV.
+        if ([grpc.status.INVALID_ARGUMENT, grpc.status.NOT_FOUND, grpc.status.UNAUTHENTICATED,
+          grpc.status.PERMISSION_DENIED].includes(err.code)) {
+          return reject(err); // retrying does not help
+        }
+        // UNAVAILABLE (shutdown, failover), RESOURCE_EXHAUSTED (slow consumer,
+        // limits) and the like: back off, resume from lastRV.
         print({ step: 'reconnect', code: err.code, from: lastRV });
         setTimeout(resolve, 200);
       });

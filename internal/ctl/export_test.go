@@ -1,0 +1,4 @@
+package ctl
+
+// Explain is explain, for tests.
+var Explain = explain

@@ -1,0 +1,203 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+
+	pb "github.com/informerd/informerd/api/proto/informerd/v1"
+)
+
+// watchOptions say how informerd's events become watch.Events.
+type watchOptions struct {
+	// timeoutSeconds ends the watch cleanly, as the API server ends a
+	// watch after its timeout.
+	timeoutSeconds *int64
+	// initialEndBookmark: the caller asked for sendInitialEvents, so
+	// INITIAL_EVENTS_END is a bookmark annotated k8s.io/initial-events-end.
+	initialEndBookmark bool
+	allowBookmarks     bool
+}
+
+// streamWatch is a watch.Interface over one informerd Watch stream. The
+// goroutine startWatch starts receives from the stream and sends on result
+// until the stream ends or Stop is called, then closes result. Stop may be
+// called concurrently and more than once; it returns once that goroutine
+// has exited.
+type streamWatch struct {
+	stream pb.CacheService_WatchClient
+	codec  *codec
+	opts   watchOptions
+	result chan watch.Event
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+var _ watch.Interface = (*streamWatch)(nil)
+
+// startWatch starts req and returns once informerd has admitted it (it
+// sends response headers at once) or with the error that refused it.
+func startWatch(ctx context.Context, c pb.CacheServiceClient, req *pb.WatchRequest, cd *codec, o watchOptions) (watch.Interface, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	if o.timeoutSeconds != nil && *o.timeoutSeconds > 0 {
+		sctx, cancel = context.WithTimeout(ctx, time.Duration(*o.timeoutSeconds)*time.Second)
+	}
+	stream, err := c.Watch(sctx, req)
+	if err != nil {
+		cancel()
+		return nil, FromError(err)
+	}
+	// No headers means informerd refused the watch: the status follows.
+	if md, err := stream.Header(); err != nil || md == nil {
+		if err == nil {
+			_, err = stream.Recv()
+		}
+		cancel()
+		if errors.Is(err, io.EOF) {
+			err = errors.New("informerd ended the watch before admitting it")
+		}
+		return nil, toAPIError(err)
+	}
+	w := &streamWatch{stream: stream, codec: cd, opts: o, result: make(chan watch.Event), cancel: cancel, done: make(chan struct{})}
+	go w.receive(sctx)
+	return w, nil
+}
+
+// toAPIError returns FromError's *Error, or an API status error for an
+// error that has no gRPC status.
+func toAPIError(err error) error {
+	err = FromError(err)
+	var e *Error
+	if errors.As(err, &e) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return apierrors.NewInternalError(err)
+}
+
+// Stop implements watch.Interface.
+func (w *streamWatch) Stop() {
+	w.cancel()
+	<-w.done
+}
+
+// ResultChan implements watch.Interface.
+func (w *streamWatch) ResultChan() <-chan watch.Event { return w.result }
+
+func (w *streamWatch) receive(ctx context.Context) {
+	defer close(w.done)
+	defer close(w.result)
+	for {
+		resp, err := w.stream.Recv()
+		if err != nil {
+			w.end(ctx, err)
+			return
+		}
+		ev, ok, err := w.event(resp)
+		if err != nil {
+			w.send(ctx, errorEvent(apierrors.NewInternalError(err).ErrStatus))
+			return
+		}
+		if ok && !w.send(ctx, ev) {
+			return
+		}
+	}
+}
+
+func (w *streamWatch) send(ctx context.Context, ev watch.Event) bool {
+	select {
+	case w.result <- ev:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// end decides how the watch ends. A stream informerd ended for being slow
+// or for shutting down, a broken connection, and a timeout close the
+// channel without an error: the reflector watches again from its last
+// resourceVersion. Anything else is sent as a watch.Error first: 410
+// Expired makes the reflector list again.
+func (w *streamWatch) end(ctx context.Context, err error) {
+	if errors.Is(err, io.EOF) || ctx.Err() != nil {
+		return
+	}
+	err = FromError(err)
+	var e *Error
+	if !errors.As(err, &e) {
+		w.send(ctx, errorEvent(apierrors.NewInternalError(err).ErrStatus))
+		return
+	}
+	if e.Code == codes.Unavailable || (e.Code == codes.ResourceExhausted && e.Reason == ReasonSlowConsumer) {
+		klog.FromContext(ctx).V(2).Info("informerd ended the watch; it resumes from the last resourceVersion",
+			"code", e.Code.String(), "reason", e.Reason, "lastResourceVersion", e.LastResourceVersion(), "message", e.Message)
+		return
+	}
+	w.send(ctx, errorEvent(e.Status()))
+}
+
+func errorEvent(s metav1.Status) watch.Event {
+	return watch.Event{Type: watch.Error, Object: &s}
+}
+
+// event converts one informerd event; ok is false for one the caller did
+// not ask for.
+func (w *streamWatch) event(resp *pb.WatchResponse) (ev watch.Event, ok bool, err error) {
+	var typ watch.EventType
+	switch resp.GetType() {
+	case pb.EventType_EVENT_TYPE_ADDED:
+		typ = watch.Added
+	case pb.EventType_EVENT_TYPE_MODIFIED:
+		typ = watch.Modified
+	case pb.EventType_EVENT_TYPE_DELETED:
+		typ = watch.Deleted
+	case pb.EventType_EVENT_TYPE_BOOKMARK:
+		if !w.opts.allowBookmarks {
+			return ev, false, nil
+		}
+		return watch.Event{Type: watch.Bookmark, Object: w.bookmark(resp.GetResourceVersion(), false)}, true, nil
+	case pb.EventType_EVENT_TYPE_INITIAL_EVENTS_END:
+		if !w.opts.initialEndBookmark && !w.opts.allowBookmarks {
+			return ev, false, nil
+		}
+		return watch.Event{Type: watch.Bookmark, Object: w.bookmark(resp.GetResourceVersion(), w.opts.initialEndBookmark)}, true, nil
+	default:
+		return ev, false, fmt.Errorf("informerd sent an event of unknown type %s", resp.GetType())
+	}
+	obj, err := w.codec.decode(resp.GetObject().GetJson())
+	if err != nil {
+		return ev, false, err
+	}
+	if typ == watch.Deleted {
+		// As from the API server, a deleted object carries the
+		// resourceVersion of its deletion, which the reflector resumes
+		// from.
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return ev, false, err
+		}
+		m.SetResourceVersion(resp.GetResourceVersion())
+	}
+	return watch.Event{Type: typ, Object: obj}, true, nil
+}
+
+// bookmark returns an empty object of the watched type at rv, annotated as
+// the end of the initial events when initialEnd is set.
+func (w *streamWatch) bookmark(rv string, initialEnd bool) runtime.Object {
+	obj := w.codec.new()
+	m, _ := meta.Accessor(obj)
+	m.SetResourceVersion(rv)
+	if initialEnd {
+		m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+	}
+	return obj
+}
