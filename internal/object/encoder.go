@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"unique"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -93,7 +94,7 @@ func (e *Encoder) Encode(u *unstructured.Unstructured) (*Object, error) {
 		sort.Strings(keys)
 		o.Labels = make(Labels, 0, 2*len(l))
 		for _, k := range keys {
-			o.Labels = append(o.Labels, k, l[k])
+			o.Labels = append(o.Labels, intern(k), intern(l[k]))
 		}
 	}
 	o.Values = make([][]string, len(e.funcs))
@@ -105,10 +106,18 @@ func (e *Encoder) Encode(u *unstructured.Unstructured) (*Object, error) {
 			e.IndexErrors++
 			continue
 		}
+		for j, v := range vs {
+			vs[j] = intern(v)
+		}
 		o.Values[i] = vs
 	}
 	return o, nil
 }
+
+// intern returns the one copy of s shared by every object that holds the
+// same label or index value ("app", "web", a node name): objects of a kind
+// repeat them, and each decode would otherwise keep its own copy.
+func intern(s string) string { return unique.Make(s).Value() }
 
 func indexFunc(s IndexSpec) (func(*unstructured.Unstructured) ([]string, error), error) {
 	if s.Label != "" {
