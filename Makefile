@@ -11,7 +11,7 @@ BUF       := $(GO) tool -modfile=$(CURDIR)/tools/buf/go.mod buf
 TEST_FLAGS ?= -race -count=1 -timeout=20m
 export INFORMERD_CONTROLPLANE_DIR ?= $(BIN)/controlplane/current
 
-.PHONY: help build test manifests lint proto verify verify-proto verify-tidy update-monitoring-crds run testenv node-deps python-deps fuzz bench bench-short bench-go clean
+.PHONY: help build test manifests lint proto verify verify-proto verify-tidy update-monitoring-crds run testenv node-deps python-deps fuzz chaos bench bench-short bench-go clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -28,6 +28,11 @@ test: verify testenv node-deps python-deps ## everything CI checks: verify, unit
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./...
 	hack/fuzz.sh $(FUZZTIME_TEST)
 	$(GO) run ./bench -mode=smoke
+
+CHAOS_DURATION ?= 20m
+chaos: testenv ## the chaos suite: a random schedule of faults for CHAOS_DURATION (default 20m) with 1000 clients; CHAOS_SEED replays one; make test runs each fault once
+	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_REPORT=$(CURDIR)/bin/chaos-report.txt $(GO) test -count=1 -v -timeout=0 -run TestChaos ./internal/chaos/ | grep -v '^[IWE][0-9]'
+	@echo "report: bin/chaos-report.txt"
 
 FUZZTIME ?= 1m
 FUZZTIME_TEST ?= 4s

@@ -39,6 +39,7 @@ func startCluster(dir string) (*cluster, error) {
 	}
 	c := &cluster{env: env, config: rest.CopyConfig(env.Config)}
 	c.config.QPS, c.config.Burst = 5000, 10000
+	c.config.WarningHandler = rest.NoWarnings{} // benchdata's pods name two ports alike
 	c.kube = kubernetes.NewForConfigOrDie(c.config)
 	if c.apiPID, err = findProcess("kube-apiserver", env.CertDir()); err != nil {
 		env.Stop()

@@ -85,6 +85,7 @@ func startInformerd(ctx context.Context, bin string, c *cluster, dir, config str
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	logf("informerd pid %d ready: gRPC %s, metrics and pprof on http://%s", d.pid, grpcAddr, metricsAddr)
 	if d.conn, err = dial(grpcAddr); err != nil {
 		d.stop()
 		return nil, err

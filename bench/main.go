@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -42,6 +43,8 @@ type bench struct {
 	ns           string
 	dir          string
 	informerdBin string
+	profileDir   string // where to write informerd's CPU profile of the largest fan-out
+
 	cluster      *cluster
 	informerd    *daemon
 }
@@ -60,6 +63,8 @@ func main() {
 	mode := flag.String("mode", "short", "smoke, short or full")
 	out := flag.String("out", "", "folder for results.json, results.md and plots (default docs/benchmarks/<mode>, or a temporary folder for smoke)")
 	runs := flag.Int("runs", 0, "repetitions of each measurement (default: 1 for smoke, 3 otherwise)")
+	profile := flag.String("profile", "", "folder for a CPU profile of informerd (and the floor) during the largest fan-out's max phase")
+	watchers := flag.String("watchers", "", "comma-separated watcher counts for the fan-out and slow scenarios, overriding the mode's")
 	only := flag.String("scenarios", "fanout,memory,sidecars,list,slow,relist", "comma-separated scenarios to run")
 	flag.Parse()
 	b, ok := modes[*mode]
@@ -70,6 +75,18 @@ func main() {
 	b.mode = *mode
 	if *runs > 0 {
 		b.runs = *runs
+	}
+	b.profileDir = *profile
+	if *watchers != "" {
+		b.watchers = nil
+		for _, w := range strings.Split(*watchers, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(w))
+			if err != nil || n <= 0 {
+				fmt.Fprintf(os.Stderr, "bench: -watchers %q: want positive numbers\n", *watchers)
+				os.Exit(2)
+			}
+			b.watchers = append(b.watchers, n)
+		}
 	}
 	if err := run(&b, *out, strings.Split(*only, ",")); err != nil {
 		logf("FAILED: %v", err)

@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -59,6 +63,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 			}
 			for _, ph := range phases {
 				w.take()
+				stopProfile := b.profile(n, ph, "informerd", b.informerd.metricsURL)
 				m := meterCPU(b.informerd.pid, b.cluster.apiPID)
 				acks, err := churn(ctx, b.cluster, b.ns, b.pods, b.nodes, ph.rate, b.phaseTime)
 				if err != nil {
@@ -67,6 +72,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 				}
 				quiesce(w)
 				cpu, _ := m.stop()
+				stopProfile()
 				got := w.take()
 				delivered := float64(total(got))
 				p50, p99 := delays(got, acks)
@@ -183,4 +189,35 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 		"delay: from the write's acknowledgement to each watcher's receipt (an event that arrives before the acknowledgement counts as 0); for the floor, from generation.",
 		"All processes (etcd, kube-apiserver, informerd, the clients) share the machine's cores, so absolute rates are bounded by it; compare within a row group.")
 	return s, nil
+}
+
+// profile fetches a CPU profile of the process serving metricsURL for the
+// phase, when -profile is set and this is the largest fan-out's max phase;
+// the returned func waits for it.
+func (b *bench) profile(n int, ph phase, name, metricsURL string) func() {
+	if b.profileDir == "" || n != b.watchers[len(b.watchers)-1] || ph.rate != 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		url := strings.TrimSuffix(metricsURL, "/metrics") + fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(b.phaseTime.Seconds()))
+		resp, err := http.Get(url)
+		if err != nil {
+			logf("profile %s: %v", name, err)
+			return
+		}
+		defer resp.Body.Close()
+		_ = os.MkdirAll(b.profileDir, 0o755)
+		path := filepath.Join(b.profileDir, fmt.Sprintf("%s-%dwatchers.pprof", name, n))
+		f, err := os.Create(path)
+		if err != nil {
+			logf("profile %s: %v", name, err)
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(f, resp.Body)
+		logf("wrote %s", path)
+	}()
+	return func() { <-done }
 }

@@ -79,7 +79,11 @@ func Start(opts Options) (*Env, error) {
 	}
 	te.ControlPlane.GetAPIServer().CertDir = certDir
 	te.ControlPlane.GetAPIServer().Path = filepath.Join(dir, "kube-apiserver")
-	te.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(dir, "etcd")}
+	// etcd's data lives in our folder too, so RestartEtcd keeps it.
+	if err := os.MkdirAll(filepath.Join(certDir, "etcd-data"), 0o700); err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
+	te.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(dir, "etcd"), DataDir: filepath.Join(certDir, "etcd-data")}
 	if _, err := te.Start(); err != nil {
 		_ = te.Stop()
 		_ = os.RemoveAll(certDir)

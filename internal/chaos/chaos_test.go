@@ -1,0 +1,449 @@
+// Package chaos_test injects real faults on loopback — a cut upstream, a
+// killed kube-apiserver, a compacted etcd, a killed informerd replica, a
+// reconnect storm, stalled clients — while clients watch two informerd
+// replicas, and checks after each that every client's view is exactly the
+// API server's.
+//
+// `make test` runs each fault once in a fixed order. `make chaos` runs a
+// random schedule for CHAOS_DURATION (default 20m) with CHAOS_SEED (printed;
+// set it to replay a failure) and CHAOS_CLIENTS clients (default 1000).
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	pb "github.com/informerd/informerd/api/proto/informerd/v1"
+	"github.com/informerd/informerd/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+const ns = "chaos"
+
+// suite is the system under fault: the API server, two informerd replicas
+// each behind its own fault proxy, a writer and the clients.
+type suite struct {
+	t        *testing.T
+	kube     *kubernetes.Clientset
+	proxies  []*testenv.Proxy
+	replicas []*testenv.Daemon
+	watchers []*watcher
+	rng      *rand.Rand
+	log      []string
+}
+
+func (s *suite) logf(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	s.t.Log(line)
+	s.log = append(s.log, line)
+}
+
+// fault is one kind of fault; it returns once the fault has been healed.
+type fault struct {
+	name string
+	run  func(s *suite) error
+	// expect checks the story the metrics and clients tell (deltas over
+	// the fault), or is nil.
+	expect func(s *suite, d movement) error
+}
+
+// movement is how counters moved over one fault: summed over both
+// replicas, and over every client.
+type movement struct {
+	relists, watchStarts, streamsEnded float64
+	clientResumes, clientRelists       int
+}
+
+func atLeast(what string, got, want float64) error {
+	if got < want {
+		return fmt.Errorf("%s moved by %g, want at least %g", what, got, want)
+	}
+	return nil
+}
+
+var faults = []fault{
+	{"upstream cut for 3s (every connection reset, new ones refused)", func(s *suite) error {
+		for _, p := range s.proxies {
+			p.Cut()
+		}
+		time.Sleep(3 * time.Second)
+		for _, p := range s.proxies {
+			p.Restore()
+		}
+		return nil
+	}, func(s *suite, d movement) error {
+		return atLeast("informerd_upstream_watch_starts_total", d.watchStarts, 2)
+	}},
+	{"kube-apiserver killed with SIGKILL and restarted", func(s *suite) error { return env.KillAPIServer() }, func(s *suite, d movement) error {
+		return atLeast("informerd_upstream_watch_starts_total", d.watchStarts, 2)
+	}},
+	{"etcd compacted past every resourceVersion, kube-apiserver restarted (forces relists)", func(s *suite) error {
+		return env.KillAPIServer(func() error { _, err := env.CompactEtcd(); return err })
+	}, func(s *suite, d movement) error {
+		return atLeast("informerd_upstream_relists_total", d.relists, 1)
+	}},
+	{"etcd restarted", func(s *suite) error { return env.RestartEtcd() }, nil},
+	{"informerd replica 0 killed with SIGKILL, clients fail over, replica restarted", func(s *suite) error {
+		s.replicas[0].Kill()
+		time.Sleep(2 * time.Second)
+		return s.replicas[0].Restart()
+	}, func(s *suite, d movement) error {
+		return atLeast("client resumes", float64(d.clientResumes), float64(len(s.watchers)/2))
+	}},
+	{"every client drops its stream and reconnects at once", func(s *suite) error {
+		for _, w := range s.watchers {
+			select {
+			case w.reconnect <- struct{}{}:
+			default:
+			}
+		}
+		return nil
+	}, func(s *suite, d movement) error {
+		return atLeast("client resumes", float64(d.clientResumes), float64(len(s.watchers)))
+	}},
+	{"a tenth of the clients stall for 5s during writes", func(s *suite) error {
+		for i, w := range s.watchers {
+			if i%10 == 0 {
+				select {
+				case w.stall <- 5 * time.Second:
+				default:
+				}
+			}
+		}
+		time.Sleep(6 * time.Second)
+		return nil
+	}, nil},
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func TestChaos(t *testing.T) {
+	duration, _ := time.ParseDuration(os.Getenv("CHAOS_DURATION"))
+	seed := uint64(time.Now().UnixNano())
+	if v, err := strconv.ParseUint(os.Getenv("CHAOS_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	clients := envInt("CHAOS_CLIENTS", 20)
+	if duration > 0 {
+		clients = envInt("CHAOS_CLIENTS", 1000)
+	}
+	s := &suite{t: t, kube: kubernetes.NewForConfigOrDie(env.Config), rng: rand.New(rand.NewPCG(seed, seed))}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := s.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	bin, err := testenv.BuildInformerd(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(config, []byte("resources:\n  - resource: configmaps\n    namespace: "+ns+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var clientsOf []pb.CacheServiceClient
+	for i := range 2 {
+		p, err := testenv.NewProxy(env.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		kc, err := env.KubeConfigVia(p.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		kubeconfig := filepath.Join(dir, fmt.Sprintf("kubeconfig-%d", i))
+		if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d, err := testenv.StartDaemon(bin, config, kubeconfig, "--watch-rate=100000", "--watch-burst=100000", "--max-watches-per-identity=100000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(d.Stop)
+		conn, err := dial(d.GRPCAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		s.proxies, s.replicas = append(s.proxies, p), append(s.replicas, d)
+		clientsOf = append(clientsOf, pb.NewCacheServiceClient(conn))
+	}
+	baseline := s.processStats()
+
+	// The writer: creates, updates and deletes among 40 names.
+	writing := make(chan bool, 1)
+	var wg sync.WaitGroup
+	wctx, stopWriter := context.WithCancel(ctx)
+	wg.Go(func() { s.write(wctx, writing) })
+	defer func() { stopWriter(); wg.Wait() }()
+
+	clientCtx, stopClients := context.WithCancel(ctx)
+	var cwg sync.WaitGroup
+	for i := range clients {
+		w := newWatcher(i, ns, clientsOf)
+		s.watchers = append(s.watchers, w)
+		cwg.Go(func() { w.run(clientCtx) })
+	}
+	t.Logf("chaos: %d clients on 2 replicas; seed %d (CHAOS_SEED=%d replays this schedule)", clients, seed, seed)
+
+	run := func(f fault) {
+		before := s.counters()
+		writing <- true
+		start := time.Now()
+		time.Sleep(time.Second) // the fault strikes while writes flow
+		if err := f.run(s); err != nil {
+			t.Fatalf("fault %q: %v", f.name, err)
+		}
+		time.Sleep(2 * time.Second)
+		writing <- false
+		recovered := s.check()
+		d := s.counters().minus(before)
+		s.logf("fault %q: every client exact again %v after the fault began; upstream relists +%g, watch starts +%g, streams ended +%g; client resumes +%d, relists +%d",
+			f.name, recovered.Sub(start).Round(100*time.Millisecond), d.relists, d.watchStarts, d.streamsEnded, d.clientResumes, d.clientRelists)
+		if f.expect != nil {
+			if err := f.expect(s, d); err != nil {
+				t.Errorf("fault %q: %v", f.name, err)
+			}
+		}
+	}
+	if duration == 0 {
+		for _, f := range faults {
+			run(f)
+		}
+	} else {
+		for end := time.Now().Add(duration); time.Now().Before(end); {
+			run(faults[s.rng.IntN(len(faults))])
+		}
+	}
+
+	// Clients leave: goroutines and heap come back near where they began.
+	stopClients()
+	cwg.Wait()
+	testenv.Eventually(t, 2*time.Minute, "the replicas' goroutines to return to their baseline", func() bool {
+		now := s.processStats()
+		for i := range now {
+			if now[i].goroutines > baseline[i].goroutines+10 {
+				return false
+			}
+		}
+		return true
+	})
+	after := s.processStats()
+	for i := range after {
+		s.logf("replica %d: %d goroutines and %.1f MiB live heap at start, %d and %.1f MiB after the clients left",
+			i, baseline[i].goroutines, baseline[i].heap/(1<<20), after[i].goroutines, after[i].heap/(1<<20))
+		if after[i].heap > baseline[i].heap+32<<20 {
+			t.Errorf("replica %d: live heap %.1f MiB after the clients left, %.1f MiB at start", i, after[i].heap/(1<<20), baseline[i].heap/(1<<20))
+		}
+	}
+	if out := os.Getenv("CHAOS_REPORT"); out != "" {
+		_ = os.WriteFile(out, []byte(fmt.Sprintf("seed %d, %d clients, %v\n%s\n", seed, clients, duration, strings.Join(s.log, "\n"))), 0o644)
+	}
+}
+
+// write runs create/update/delete operations while told to.
+func (s *suite) write(ctx context.Context, writing <-chan bool) {
+	on := false
+	n := 0
+	for {
+		if !on {
+			select {
+			case <-ctx.Done():
+				return
+			case on = <-writing:
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case on = <-writing:
+			continue
+		case <-time.After(20 * time.Millisecond):
+		}
+		n++
+		name := fmt.Sprintf("cm-%d", s.rng.IntN(40))
+		cms := s.kube.CoreV1().ConfigMaps(ns)
+		var err error
+		switch s.rng.IntN(3) {
+		case 0:
+			_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"n": strconv.Itoa(n)}}, metav1.CreateOptions{})
+		case 1:
+			_, err = cms.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"n": strconv.Itoa(n)}}, metav1.UpdateOptions{})
+		default:
+			err = cms.Delete(ctx, name, metav1.DeleteOptions{})
+		}
+		// Conflicts (create of an existing name), misses (update or delete
+		// of a missing one) and a missing API server are part of the game.
+		_ = err
+	}
+}
+
+// check waits until every client holds exactly the API server's objects,
+// resourceVersions included, and fails on any violation a client recorded.
+// It returns when that was first true.
+func (s *suite) check() time.Time {
+	s.t.Helper()
+	ctx := context.Background()
+	// A sentinel write marks the point every client must reach.
+	sentinel := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sentinel"}, Data: map[string]string{"at": time.Now().String()}}
+	var rv uint64
+	testenv.Eventually(s.t, 2*time.Minute, "the API server to take the sentinel write", func() bool {
+		_ = s.kube.CoreV1().ConfigMaps(ns).Delete(ctx, "sentinel", metav1.DeleteOptions{})
+		cm, err := s.kube.CoreV1().ConfigMaps(ns).Create(ctx, sentinel, metav1.CreateOptions{})
+		if err != nil {
+			return false
+		}
+		rv, _ = strconv.ParseUint(cm.ResourceVersion, 10, 64)
+		return true
+	})
+	list, err := s.kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	want := map[string]uint64{}
+	for _, cm := range list.Items {
+		v, _ := strconv.ParseUint(cm.ResourceVersion, 10, 64)
+		want[cm.Name] = v
+	}
+	var diff string
+	ok := testenv.Poll(3*time.Minute, func() bool {
+		for _, w := range s.watchers {
+			got, last, _ := w.snapshot()
+			if last < rv {
+				diff = fmt.Sprintf("watcher %d is at resourceVersion %d, the sentinel at %d", w.id, last, rv)
+				return false
+			}
+			if d := compare(got, want); d != "" {
+				diff = fmt.Sprintf("watcher %d: %s", w.id, d)
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		s.t.Fatalf("clients did not converge on the API server's state: %s", diff)
+	}
+	at := time.Now()
+	for _, w := range s.watchers {
+		if _, _, v := w.snapshot(); len(v) > 0 {
+			s.t.Fatalf("%d violations, first: %s", len(v), v[0])
+		}
+	}
+	return at
+}
+
+func compare(got, want map[string]uint64) string {
+	for k, v := range want {
+		if g, ok := got[k]; !ok {
+			return fmt.Sprintf("missing %s (at %d)", k, v)
+		} else if g != v {
+			return fmt.Sprintf("%s at %d, the API server has %d", k, g, v)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			return fmt.Sprintf("holds %s, which the API server has deleted", k)
+		}
+	}
+	return ""
+}
+
+// counters reads the replicas' and clients' counters.
+func (s *suite) counters() movement {
+	var m movement
+	for _, d := range s.replicas {
+		metrics := scrape("http://" + d.MetricsAddr + "/metrics")
+		m.relists += metrics["informerd_upstream_relists_total"]
+		m.watchStarts += metrics["informerd_upstream_watch_starts_total"]
+		m.streamsEnded += metrics["informerd_watch_streams_ended_total"]
+	}
+	for _, w := range s.watchers {
+		w.mu.Lock()
+		m.clientResumes += w.resumes
+		m.clientRelists += w.relists
+		w.mu.Unlock()
+	}
+	return m
+}
+
+func (m movement) minus(b movement) movement {
+	return movement{m.relists - b.relists, m.watchStarts - b.watchStarts, m.streamsEnded - b.streamsEnded,
+		m.clientResumes - b.clientResumes, m.clientRelists - b.clientRelists}
+}
+
+// scrape sums each metric's series by name (labels dropped). A replica
+// that is down reads as nothing.
+func scrape(url string) map[string]float64 {
+	out := map[string]float64{}
+	resp, err := http.Get(url)
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name, rest, _ := strings.Cut(line, " ")
+		if i := strings.IndexByte(name, '{'); i >= 0 {
+			name = name[:i]
+			_, rest, _ = strings.Cut(line, "} ")
+		}
+		v, err := strconv.ParseFloat(strings.Fields(rest)[0], 64)
+		if err == nil {
+			out[name] += v
+		}
+	}
+	return out
+}
+
+type stats struct {
+	goroutines int
+	heap       float64
+}
+
+// processStats reads each replica's goroutines and live heap (after a
+// forced GC) from its metrics and pprof endpoints.
+func (s *suite) processStats() []stats {
+	var out []stats
+	for _, d := range s.replicas {
+		base := "http://" + d.MetricsAddr
+		if resp, err := http.Get(base + "/debug/pprof/heap?gc=1"); err == nil {
+			resp.Body.Close()
+		}
+		metrics := scrape(base + "/metrics")
+		st := stats{goroutines: 1 << 30, heap: metrics["go_gc_heap_live_bytes"]}
+		if g, ok := metrics["go_goroutines"]; ok {
+			st.goroutines = int(g)
+		}
+		out = append(out, st)
+	}
+	return out
+}
