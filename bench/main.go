@@ -44,7 +44,6 @@ type bench struct {
 	dir          string
 	informerdBin string
 	profileDir   string // where to write informerd's CPU profile of the largest fan-out
-
 	cluster      *cluster
 	informerd    *daemon
 }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
-	"unique"
 	"strings"
+	"unique"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/jsonpath"

@@ -107,7 +107,6 @@ func (e *Env) KubeConfigVia(addr string) ([]byte, error) {
 	return clientcmd.Write(*cfg)
 }
 
-
 // RestartEtcd stops etcd (SIGTERM) and starts it again on the same port
 // with the same data; kube-apiserver reconnects by itself.
 func (e *Env) RestartEtcd() error {
