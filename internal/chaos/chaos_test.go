@@ -91,6 +91,16 @@ var faults = []fault{
 	}, func(s *suite, d movement) error {
 		return atLeast("informerd_upstream_watch_starts_total", d.watchStarts, 2)
 	}},
+	{"200ms of latency each way on the upstream for 5s", func(s *suite) error {
+		for _, p := range s.proxies {
+			p.SetLatency(200 * time.Millisecond)
+		}
+		time.Sleep(5 * time.Second)
+		for _, p := range s.proxies {
+			p.SetLatency(0)
+		}
+		return nil
+	}, nil},
 	{"kube-apiserver killed with SIGKILL and restarted", func(s *suite) error { return env.KillAPIServer() }, func(s *suite, d movement) error {
 		return atLeast("informerd_upstream_watch_starts_total", d.watchStarts, 2)
 	}},

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -17,9 +18,10 @@ type Proxy struct {
 	target string
 	lis    net.Listener
 
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]struct{}
+	mu      sync.Mutex
+	cut     bool
+	latency time.Duration // added to every chunk forwarded, each way
+	conns   map[net.Conn]struct{}
 	wg    sync.WaitGroup
 }
 
@@ -90,12 +92,42 @@ func (p *Proxy) serve(c net.Conn) {
 	p.mu.Unlock()
 	defer p.forget(up)
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+	go func() { p.copy(up, c); done <- struct{}{} }()
+	go func() { p.copy(c, up); done <- struct{}{} }()
 	<-done
 	c.Close()
 	up.Close()
 	<-done
+}
+
+// copy forwards src to dst, holding each chunk for the current latency.
+func (p *Proxy) copy(dst io.Writer, src io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			d := p.latency
+			p.mu.Unlock()
+			if d > 0 {
+				time.Sleep(d)
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// SetLatency delays every chunk forwarded from now on by d, each way (0
+// for none).
+func (p *Proxy) SetLatency(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.latency = d
 }
 
 func (p *Proxy) forget(c net.Conn) {
