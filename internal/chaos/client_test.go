@@ -35,6 +35,7 @@ type watcher struct {
 	violations []string
 	relists    int
 	resumes    int
+	replica    int // the replica it is connected to, or trying
 }
 
 func newWatcher(id int, ns string, replicas []pb.CacheServiceClient) *watcher {
@@ -60,6 +61,9 @@ func (w *watcher) snapshot() (map[string]uint64, uint64, []string) {
 func (w *watcher) run(ctx context.Context) {
 	replica := w.id % len(w.replicas)
 	for ctx.Err() == nil {
+		w.mu.Lock()
+		w.replica = replica
+		w.mu.Unlock()
 		err := w.session(ctx, w.replicas[replica])
 		if ctx.Err() != nil {
 			return
