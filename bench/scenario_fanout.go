@@ -32,13 +32,6 @@ type phase struct {
 	rate float64 // writes per second; 0: as fast as the API server takes them
 }
 
-func phaseLabel(p phase) string {
-	if p.rate == 0 {
-		return "max"
-	}
-	return fmt.Sprintf("%g/s", p.rate)
-}
-
 // fanOut is scenario 1: N watchers each watching the pods of one node,
 // through informerd, directly on kube-apiserver, and on the bare floor.
 func fanOut(ctx context.Context, b *bench) (Scenario, error) {

@@ -22,7 +22,7 @@ type Proxy struct {
 	cut     bool
 	latency time.Duration // added to every chunk forwarded, each way
 	conns   map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	wg      sync.WaitGroup
 }
 
 // NewProxy listens on a free loopback port and forwards to the host:port of
