@@ -105,7 +105,7 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 		items, err := w.Next(nctx)
 		cancel()
 		if ctx.Err() == nil && wctx.Err() != nil {
-			return context.Cause(wctx)
+			return toStatus(context.Cause(wctx))
 		}
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			if it, ok := w.Bookmark(); ok && opts.AllowBookmarks {
@@ -123,11 +123,12 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 	}
 }
 
-// send sends items until ctx ends (a revoked caller gets no more, even of
-// a long initial list); then it returns ctx's cause.
+// send sends items, but none after the caller's access was revoked (ctx's
+// cause is then its status), even in the middle of a long initial list. A
+// client gone is found by stream.Send.
 func (s *Server) send(ctx context.Context, stream pb.CacheService_WatchServer, resource string, items []fanout.Item) error {
 	for _, it := range items {
-		if ctx.Err() != nil {
+		if _, revoked := status.FromError(context.Cause(ctx)); revoked && ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
 		resp := &pb.WatchResponse{Type: eventTypes[it.Type], ResourceVersion: it.ResourceVersion}
