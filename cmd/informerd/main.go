@@ -74,6 +74,8 @@ type options struct {
 	maxStreamsConn  uint
 	maxRecvMsgBytes int
 	maxPageSize     int
+	keepaliveTime   time.Duration
+	keepaliveWait   time.Duration
 }
 
 func main() {
@@ -113,6 +115,8 @@ func main() {
 	flag.UintVar(&o.maxStreamsConn, "max-streams-per-connection", 1000, "most concurrent gRPC streams on one client connection")
 	flag.IntVar(&o.maxRecvMsgBytes, "max-request-bytes", 1<<20, "largest request message accepted")
 	flag.IntVar(&o.maxPageSize, "max-page-size", 5000, "most objects in one List page (a larger limit is clamped)")
+	flag.DurationVar(&o.keepaliveTime, "keepalive-time", 2*time.Minute, "ping a client connection idle this long, to find clients that vanished without closing")
+	flag.DurationVar(&o.keepaliveWait, "keepalive-timeout", 20*time.Second, "close a connection whose ping is not answered within this, ending its streams")
 	flag.Parse()
 	o.socket.Mode = os.FileMode(socketMode)
 
@@ -251,6 +255,8 @@ func run1(ctx context.Context, o options, log *slog.Logger) error {
 		Creds:                   creds,
 		MaxRequestBytes:         o.maxRecvMsgBytes,
 		MaxStreamsPerConnection: uint32(o.maxStreamsConn),
+		KeepaliveTime:           o.keepaliveTime,
+		KeepaliveTimeout:        o.keepaliveWait,
 		Unary:                   []grpc.UnaryServerInterceptor{grpcMetrics.UnaryServerInterceptor()},
 		Stream:                  []grpc.StreamServerInterceptor{grpcMetrics.StreamServerInterceptor()},
 	})

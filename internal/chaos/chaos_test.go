@@ -127,6 +127,42 @@ var faults = []fault{
 		return atLeast("informerd_upstream_relists_total", d.relists, 1)
 	}},
 	{"etcd restarted", func(s *suite) error { return env.RestartEtcd() }, nil},
+	{"20 clients vanish without closing (their connections go silent)", func(s *suite) error {
+		before := scrape("http://" + s.replicas[0].MetricsAddr + "/metrics")["informerd_watchers"]
+		p, err := testenv.NewProxyTo(s.replicas[0].GRPCAddr)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		conn, err := dial(p.Addr())
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		c := pb.NewCacheServiceClient(conn)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for range 20 {
+			w, err := c.Watch(ctx, &pb.WatchRequest{Resource: "configmaps", Selector: &pb.Selector{Namespace: ns}})
+			if err == nil {
+				_, err = w.Header()
+			}
+			if err != nil {
+				return err
+			}
+		}
+		watchers := func() float64 { return scrape("http://" + s.replicas[0].MetricsAddr + "/metrics")["informerd_watchers"] }
+		if !testenv.Poll(10*time.Second, func() bool { return watchers() >= before+20 }) {
+			return fmt.Errorf("the 20 watches never showed in informerd_watchers (%g, %g before)", watchers(), before)
+		}
+		p.Freeze() // nothing more goes through, nothing is closed
+		// The replica pings the silent connection after --keepalive-time
+		// and drops it after --keepalive-timeout (2s each here).
+		if !testenv.Poll(30*time.Second, func() bool { return watchers() <= before }) {
+			return fmt.Errorf("informerd_watchers is %g 30s after 20 clients went silent, %g before they came", watchers(), before)
+		}
+		return nil
+	}, nil},
 	{"the busier informerd replica killed with SIGKILL, its clients fail over, the replica restarted", func(s *suite) error {
 		r, n := s.busiest()
 		s.onKilled = n
@@ -209,7 +245,8 @@ func TestChaos(t *testing.T) {
 		if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		d, err := testenv.StartDaemon(bin, config, kubeconfig, "--watch-rate=100000", "--watch-burst=100000", "--max-watches-per-identity=100000")
+		d, err := testenv.StartDaemon(bin, config, kubeconfig, "--watch-rate=100000", "--watch-burst=100000", "--max-watches-per-identity=100000",
+			"--keepalive-time=2s", "--keepalive-timeout=2s")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,6 +24,11 @@ type GRPCOptions struct {
 	// MaxStreamsPerConnection bounds concurrent streams on one connection
 	// (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; clients queue past it).
 	MaxStreamsPerConnection uint32
+	// KeepaliveTime is how long a connection may be idle before the server
+	// pings it, KeepaliveTimeout how long it waits for the answer before it
+	// closes the connection and ends its streams: what finds clients that
+	// vanished without closing. Defaults 2m and 20s.
+	KeepaliveTime, KeepaliveTimeout time.Duration
 	// Unary and Stream interceptors run before authentication (metrics).
 	Unary  []grpc.UnaryServerInterceptor
 	Stream []grpc.StreamServerInterceptor
@@ -39,13 +44,19 @@ func (s *Server) NewGRPC(o GRPCOptions) *grpc.Server {
 	if o.MaxStreamsPerConnection == 0 {
 		o.MaxStreamsPerConnection = 1000
 	}
+	if o.KeepaliveTime <= 0 {
+		o.KeepaliveTime = 2 * time.Minute
+	}
+	if o.KeepaliveTimeout <= 0 {
+		o.KeepaliveTimeout = 20 * time.Second
+	}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(o.MaxRequestBytes),
 		grpc.MaxConcurrentStreams(o.MaxStreamsPerConnection),
 		// Clients may ping at most every 10s (also while idle); the server
 		// pings idle connections to find clients that vanished.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: o.KeepaliveTime, Timeout: o.KeepaliveTimeout}),
 		grpc.ChainUnaryInterceptor(append(o.Unary, s.UnaryInterceptor())...),
 		grpc.ChainStreamInterceptor(append(o.Stream, s.StreamInterceptor())...),
 		grpc.StatsHandler(tooLarge{s.opts.Observer}),

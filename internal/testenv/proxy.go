@@ -21,6 +21,7 @@ type Proxy struct {
 	mu      sync.Mutex
 	cut     bool
 	latency time.Duration // added to every chunk forwarded, each way
+	frozen  bool          // forward nothing, close nothing
 	conns   map[net.Conn]struct{}
 	wg      sync.WaitGroup
 }
@@ -112,6 +113,9 @@ func (p *Proxy) copy(dst io.Writer, src io.Reader) {
 			if d > 0 {
 				time.Sleep(d)
 			}
+			for p.isFrozen() {
+				time.Sleep(50 * time.Millisecond)
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -120,6 +124,21 @@ func (p *Proxy) copy(dst io.Writer, src io.Reader) {
 			return
 		}
 	}
+}
+
+// Freeze stops forwarding without closing anything, as a peer that
+// vanished without closing its connections looks; Restore or Close ends it.
+func (p *Proxy) Freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.frozen = true
+}
+
+// isFrozen reports whether chunks are held; a closed proxy holds none.
+func (p *Proxy) isFrozen() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.frozen && !p.cut
 }
 
 // SetLatency delays every chunk forwarded from now on by d, each way (0
@@ -152,6 +171,7 @@ func (p *Proxy) Restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = false
+	p.frozen = false
 }
 
 // Close stops the proxy and waits for its goroutines.
