@@ -151,7 +151,9 @@ var faults = []fault{
 				return err
 			}
 		}
-		watchers := func() float64 { return scrape("http://" + s.replicas[0].MetricsAddr + "/metrics")["informerd_watchers"] }
+		watchers := func() float64 {
+			return scrape("http://" + s.replicas[0].MetricsAddr + "/metrics")["informerd_watchers"]
+		}
 		if !testenv.Poll(10*time.Second, func() bool { return watchers() >= before+20 }) {
 			return fmt.Errorf("the 20 watches never showed in informerd_watchers (%g, %g before)", watchers(), before)
 		}
