@@ -4,37 +4,26 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
+	"github.com/informerd/informerd/internal/testenv"
 )
 
-// daemon is an informerd process.
+// daemon is an informerd process (testenv's) and a connection to it.
 type daemon struct {
-	cmd        *exec.Cmd
+	*testenv.Daemon
 	pid        int
 	grpcAddr   string
 	metricsURL string
 	conn       *grpc.ClientConn
 	client     pb.CacheServiceClient
-}
-
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // podsConfig caches the pods of ns with a node index.
@@ -48,45 +37,20 @@ func podsConfig(ns string) string {
 
 // startInformerd runs bin with config against c and waits until it is ready.
 // Limits are lifted: every benchmark client is the same anonymous identity.
-func startInformerd(ctx context.Context, bin string, c *cluster, dir, config string) (*daemon, error) {
+func startInformerd(bin string, c *cluster, dir, config string) (*daemon, error) {
 	cfgFile := filepath.Join(dir, "informerd.yaml")
 	if err := os.WriteFile(cfgFile, []byte(config), 0o600); err != nil {
 		return nil, err
 	}
-	grpcAddr, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	metricsAddr, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, "--config="+cfgFile, "--kubeconfig="+c.kubeconfig,
-		"--grpc-address="+grpcAddr, "--metrics-address="+metricsAddr, "--log-level=warn", "--enable-profiling",
+	td, err := testenv.StartDaemon(bin, cfgFile, c.kubeconfig,
 		"--max-watches=100000", "--max-watches-per-identity=100000", "--watch-rate=1000000", "--watch-burst=1000000",
 		"--max-streams-per-connection=100000")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start informerd: %w", err)
+	if err != nil {
+		return nil, err
 	}
-	d := &daemon{cmd: cmd, pid: cmd.Process.Pid, grpcAddr: grpcAddr, metricsURL: "http://" + metricsAddr + "/metrics"}
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		resp, err := http.Get("http://" + metricsAddr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			d.stop()
-			return nil, fmt.Errorf("informerd not ready after 5 minutes")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	logf("informerd pid %d ready: gRPC %s, metrics and pprof on http://%s", d.pid, grpcAddr, metricsAddr)
-	if d.conn, err = dial(grpcAddr); err != nil {
+	d := &daemon{Daemon: td, pid: td.PID(), grpcAddr: td.GRPCAddr, metricsURL: "http://" + td.MetricsAddr + "/metrics"}
+	logf("informerd pid %d ready: gRPC %s, metrics and pprof on http://%s", d.pid, d.grpcAddr, td.MetricsAddr)
+	if d.conn, err = dial(d.grpcAddr); err != nil {
 		d.stop()
 		return nil, err
 	}
@@ -103,15 +67,7 @@ func (d *daemon) stop() {
 	if d.conn != nil {
 		d.conn.Close()
 	}
-	_ = d.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = d.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = d.cmd.Process.Kill()
-		<-done
-	}
+	d.Stop()
 }
 
 // liveHeap forces a GC (pprof's heap profile with gc=1) and returns the

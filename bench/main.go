@@ -134,7 +134,7 @@ func run(b *bench, out string, only []string) error {
 	if err := b.cluster.loadPods(ctx, b.ns, b.pods, b.nodes); err != nil {
 		return err
 	}
-	if b.informerd, err = startInformerd(ctx, b.informerdBin, b.cluster, b.dir, podsConfig(b.ns)); err != nil {
+	if b.informerd, err = startInformerd(b.informerdBin, b.cluster, b.dir, podsConfig(b.ns)); err != nil {
 		return err
 	}
 	defer b.informerd.stop()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
+	"github.com/informerd/informerd/internal/testenv"
 )
 
 // quiesce waits until w has received nothing new for 500ms (at most 60s).
@@ -115,7 +116,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 			w.close()
 
 			// (c) the floor, at the write rate informerd saw.
-			addr, err := freePort()
+			addr, err := testenv.FreeAddr()
 			if err != nil {
 				return s, err
 			}

@@ -85,7 +85,7 @@ func memory(ctx context.Context, b *bench) (Scenario, error) {
 }
 
 func daemonMemory(ctx context.Context, b *bench, ns string) (heap, rss float64, err error) {
-	d, err := startInformerd(ctx, b.informerdBin, b.cluster, b.dir, podsConfig(ns))
+	d, err := startInformerd(b.informerdBin, b.cluster, b.dir, podsConfig(ns))
 	if err != nil {
 		return 0, 0, err
 	}

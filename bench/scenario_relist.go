@@ -31,7 +31,7 @@ func relist(ctx context.Context, b *bench) (Scenario, error) {
 	if err := b.cluster.loadPods(ctx, ns, b.relistPods, b.nodes); err != nil {
 		return s, err
 	}
-	d, err := startInformerd(ctx, b.informerdBin, b.cluster, b.dir, podsConfig(ns))
+	d, err := startInformerd(b.informerdBin, b.cluster, b.dir, podsConfig(ns))
 	if err != nil {
 		return s, err
 	}

@@ -19,7 +19,7 @@ func sidecars(ctx context.Context, b *bench) (Scenario, error) {
 	t := newTable()
 	// A fresh informerd: the shared one carries the fan-out scenario's
 	// churn in its history and its peak RSS.
-	d, err := startInformerd(ctx, b.informerdBin, b.cluster, b.dir, podsConfig(b.ns))
+	d, err := startInformerd(b.informerdBin, b.cluster, b.dir, podsConfig(b.ns))
 	if err != nil {
 		return s, err
 	}

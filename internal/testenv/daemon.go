@@ -38,20 +38,21 @@ type Daemon struct {
 }
 
 // StartDaemon runs informerd with the config and kubeconfig files, on free
-// loopback ports, with pprof on, and waits until /readyz answers 200.
+// loopback ports, with pprof on, and waits until /readyz answers 200 (at
+// most 5 minutes: a cache of 50,000 pods on a loaded machine takes a while).
 func StartDaemon(bin, config, kubeconfig string, args ...string) (*Daemon, error) {
 	d := &Daemon{bin: bin, config: config, kubeconfig: kubeconfig, args: args}
 	var err error
-	if d.GRPCAddr, err = freeAddr(); err != nil {
+	if d.GRPCAddr, err = FreeAddr(); err != nil {
 		return nil, err
 	}
-	if d.MetricsAddr, err = freeAddr(); err != nil {
+	if d.MetricsAddr, err = FreeAddr(); err != nil {
 		return nil, err
 	}
 	return d, d.start()
 }
 
-func freeAddr() (string, error) {
+func FreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
@@ -69,7 +70,7 @@ func (d *Daemon) start() error {
 	}
 	d.exited = make(chan struct{})
 	go func() { _ = d.cmd.Wait(); close(d.exited) }()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	for time.Now().Before(deadline) {
 		select {
 		case <-d.exited:
@@ -85,7 +86,7 @@ func (d *Daemon) start() error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	d.Kill()
-	return fmt.Errorf("testenv: informerd not ready within 2 minutes")
+	return fmt.Errorf("testenv: informerd not ready within 5 minutes")
 }
 
 // PID is the running process's.
