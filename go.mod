@@ -3,6 +3,7 @@ module github.com/informerd/informerd
 go 1.26.0
 
 require (
+	github.com/buger/jsonparser v1.6.1
 	github.com/google/go-cmp v0.7.0
 	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.1
 	github.com/oklog/run v1.2.0

@@ -20,7 +20,7 @@ func BenchmarkReplaceDiff(b *testing.B) {
 	known := fakeKnown{}
 	var list []*object.Object
 	for i := range n {
-		o, err := enc.Encode(benchdata.Unstructured(benchdata.Pod(i, 100, uint64(i+1))))
+		o, err := enc.EncodeUnstructured(benchdata.Unstructured(benchdata.Pod(i, 100, uint64(i+1))))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -35,7 +35,7 @@ func BenchmarkReplaceDiff(b *testing.B) {
 		list[i] = &c
 	}
 	for i := range n / 100 { // 1% new
-		o, err := enc.Encode(benchdata.Unstructured(benchdata.Pod(n+i, 100, uint64(2*n+i))))
+		o, err := enc.EncodeUnstructured(benchdata.Unstructured(benchdata.Pod(n+i, 100, uint64(2*n+i))))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,14 +2,15 @@ package object
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 	"unique"
+	"unsafe"
 
+	"github.com/buger/jsonparser"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/jsonpath"
 )
 
 // NamespaceIndex is the index every resource has; it is always index 0.
@@ -23,15 +24,15 @@ type IndexSpec struct {
 	JSONPath string
 }
 
-// Encoder turns decoded objects into Objects. It is not safe for concurrent
-// use; each pipeline owns one.
+// Encoder turns the API server's objects into Objects. It is not safe for
+// concurrent use; each pipeline owns one.
 type Encoder struct {
 	// IndexErrors counts index evaluations that failed; the object was
 	// cached without a value in that index.
 	IndexErrors int64
 
 	names              []string
-	funcs              []func(*unstructured.Unstructured) ([]string, error)
+	funcs              []func(*Raw, Labels) ([]string, error)
 	stripManagedFields bool
 }
 
@@ -40,8 +41,8 @@ type Encoder struct {
 func NewEncoder(specs []IndexSpec, stripManagedFields bool) (*Encoder, error) {
 	e := &Encoder{stripManagedFields: stripManagedFields}
 	e.names = append(e.names, NamespaceIndex)
-	e.funcs = append(e.funcs, func(u *unstructured.Unstructured) ([]string, error) {
-		return []string{u.GetNamespace()}, nil
+	e.funcs = append(e.funcs, func(r *Raw, _ Labels) ([]string, error) {
+		return []string{r.Namespace}, nil
 	})
 	for _, s := range specs {
 		f, err := indexFunc(s)
@@ -57,49 +58,56 @@ func NewEncoder(specs []IndexSpec, stripManagedFields bool) (*Encoder, error) {
 // IndexNames returns the index names in the order of Object.Values.
 func (e *Encoder) IndexNames() []string { return e.names }
 
-// Transform applies the configured transform in place. It runs before
-// Encode and also on objects the Reflector buffers during a streaming list,
-// so the buffer does not hold what will be dropped.
-func (e *Encoder) Transform(u *unstructured.Unstructured) {
+// Transform applies the configured transform to r's JSON in place. It runs
+// in Encode and also on objects the Reflector buffers during a streaming
+// list, so the buffer does not hold what will be dropped. It may run more
+// than once on the same object.
+func (e *Encoder) Transform(r *Raw) {
 	if e.stripManagedFields {
-		u.SetManagedFields(nil)
+		if out, found := jsonparser.DeleteFound(r.JSON, "metadata", "managedFields"); found {
+			r.JSON = out
+		}
 	}
 }
 
-// Encode transforms u, computes its index values and encodes it once.
-func (e *Encoder) Encode(u *unstructured.Unstructured) (*Object, error) {
-	e.Transform(u)
+// EncodeUnstructured encodes an unstructured object, as Encode would the
+// same object from the API server.
+func (e *Encoder) EncodeUnstructured(u *unstructured.Unstructured) (*Object, error) {
 	data, err := json.Marshal(u.Object)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	o := &Object{
-		UID:             string(u.GetUID()),
-		ResourceVersion: u.GetResourceVersion(),
-		JSON:            data,
+	r, err := ParseRaw(data)
+	if err != nil {
+		return nil, err
 	}
+	return e.Encode(r)
+}
+
+// Encode transforms r, computes its index values and encodes it once. The
+// Object keeps none of r's memory.
+func (e *Encoder) Encode(r *Raw) (*Object, error) {
+	e.Transform(r)
+	labels, err := parseLabels(r.JSON)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	ns, name, uid, rv := r.Namespace, r.Name, string(r.UID), r.ResourceVersion
+	wire := make([]byte, 0, wireSize(ns, name, uid, rv, len(r.JSON)))
+	wire, at := appendWire(wire, ns, name, uid, rv, r.JSON)
+	// UID and ResourceVersion are views of the message's bytes, which never
+	// change: a cached pod then pays for them once.
+	o := &Object{Proto: wire, JSON: wire[at[4]:], UID: view(wire, at[2], len(uid)), ResourceVersion: view(wire, at[3], len(rv)), Labels: labels}
 	o.RV, _ = ParseRV(o.ResourceVersion)
-	ns, name := u.GetNamespace(), u.GetName()
 	if ns == "" {
 		o.Key, o.Name = name, name
 	} else {
 		o.Key = ns + "/" + name
 		o.Namespace, o.Name = o.Key[:len(ns)], o.Key[len(ns)+1:]
 	}
-	if l := u.GetLabels(); len(l) > 0 {
-		keys := make([]string, 0, len(l))
-		for k := range l {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		o.Labels = make(Labels, 0, 2*len(l))
-		for _, k := range keys {
-			o.Labels = append(o.Labels, intern(k), intern(l[k]))
-		}
-	}
 	o.Values = make([][]string, len(e.funcs))
 	for i, f := range e.funcs {
-		vs, err := f(u)
+		vs, err := f(r, labels)
 		if err != nil {
 			// E.g. {.status.conditions[0].type} on an empty list. The object
 			// is still cached; it just has no value in this index.
@@ -114,80 +122,73 @@ func (e *Encoder) Encode(u *unstructured.Unstructured) (*Object, error) {
 	return o, nil
 }
 
+// view returns the n bytes of b at off as a string without copying; b must
+// never change afterwards.
+func view(b []byte, off, n int) string {
+	if n == 0 {
+		return ""
+	}
+	return unsafe.String(&b[off], n)
+}
+
+// parseLabels reads metadata.labels, sorted by key and interned.
+func parseLabels(data []byte) (Labels, error) {
+	var l Labels
+	err := jsonparser.ObjectEach(data, func(k, v []byte, typ jsonparser.ValueType, _ int) error {
+		if typ != jsonparser.String {
+			return fmt.Errorf("label %q is a JSON %s, want a string", k, typ)
+		}
+		key, err := jsonparser.ParseString(k)
+		if err != nil {
+			return err
+		}
+		val, err := jsonparser.ParseString(v)
+		if err != nil {
+			return err
+		}
+		l = append(l, intern(key), intern(val))
+		return nil
+	}, "metadata", "labels")
+	if errors.Is(err, jsonparser.KeyPathNotFoundError) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("metadata.labels: %w", err)
+	}
+	sort.Sort(byKey(l))
+	return l, nil
+}
+
+// byKey sorts a Labels by key, moving each value with its key.
+type byKey Labels
+
+func (l byKey) Len() int           { return len(l) / 2 }
+func (l byKey) Less(i, j int) bool { return l[2*i] < l[2*j] }
+func (l byKey) Swap(i, j int) {
+	l[2*i], l[2*j] = l[2*j], l[2*i]
+	l[2*i+1], l[2*j+1] = l[2*j+1], l[2*i+1]
+}
+
 // intern returns the one copy of s shared by every object that holds the
 // same label or index value ("app", "web", a node name): objects of a kind
 // repeat them, and each decode would otherwise keep its own copy.
 func intern(s string) string { return unique.Make(s).Value() }
 
-func indexFunc(s IndexSpec) (func(*unstructured.Unstructured) ([]string, error), error) {
+func indexFunc(s IndexSpec) (func(*Raw, Labels) ([]string, error), error) {
 	if s.Label != "" {
 		key := s.Label
-		return func(u *unstructured.Unstructured) ([]string, error) {
-			if v, ok := u.GetLabels()[key]; ok {
+		return func(_ *Raw, l Labels) ([]string, error) {
+			if v, ok := l.Lookup(key); ok {
 				return []string{v}, nil
 			}
 			return nil, nil
 		}, nil
 	}
-	// Parse once to reject a bad expression early; evaluate on a fresh
-	// parse each time, because client-go's JSONPath changes its parsed
-	// template while it runs a {range} and does not restore it.
-	if err := jsonpath.New(s.Name).Parse(s.JSONPath); err != nil {
-		return nil, fmt.Errorf("index %q: jsonpath %q: %w", s.Name, s.JSONPath, err)
+	ix, err := newPathIndex(s.Name, s.JSONPath)
+	if err != nil {
+		return nil, err
 	}
-	name, expr := s.Name, s.JSONPath
-	return func(u *unstructured.Unstructured) ([]string, error) {
-		jp := jsonpath.New(name).AllowMissingKeys(true)
-		if err := jp.Parse(expr); err != nil {
-			return nil, err
-		}
-		results, err := jp.FindResults(u.Object)
-		if err != nil {
-			return nil, err
-		}
-		var out []string
-		for _, rs := range results {
-			for _, v := range rs {
-				if s, ok := scalar(v); ok {
-					out = append(out, s)
-				}
-			}
-		}
-		return dedupe(out), nil
-	}, nil
-}
-
-// scalar renders a JSONPath result as an index value; maps, lists and nulls
-// are not values one can select by, so they are skipped.
-func scalar(v reflect.Value) (string, bool) {
-	for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			return "", false
-		}
-		v = v.Elem()
-	}
-	switch v.Kind() {
-	case reflect.String:
-		return v.String(), true
-	case reflect.Bool, reflect.Int, reflect.Int64, reflect.Int32, reflect.Float64, reflect.Float32, reflect.Uint64:
-		return fmt.Sprint(v.Interface()), true
-	default:
-		return "", false
-	}
-}
-
-func dedupe(vs []string) []string {
-	if len(vs) < 2 {
-		return vs
-	}
-	sort.Strings(vs)
-	out := vs[:1]
-	for _, v := range vs[1:] {
-		if v != out[len(out)-1] {
-			out = append(out, v)
-		}
-	}
-	return out
+	return func(r *Raw, _ Labels) ([]string, error) { return ix.values(r.JSON) }, nil
 }
 
 // KeyOf returns the cache key of a namespace and name.

@@ -1,11 +1,18 @@
 package object
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 )
 
 func testPod() *unstructured.Unstructured {
@@ -41,7 +48,7 @@ func TestEncode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := enc.Encode(testPod())
+	o, err := enc.EncodeUnstructured(testPod())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +83,7 @@ func TestEncodeKeepsManagedFieldsWhenAsked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := enc.Encode(testPod())
+	o, err := enc.EncodeUnstructured(testPod())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +103,7 @@ func TestEncodeKeepsManagedFieldsWhenAsked(t *testing.T) {
 func TestClusterScopedKey(t *testing.T) {
 	enc, _ := NewEncoder(nil, true)
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": "n1", "resourceVersion": "x"}}}
-	o, err := enc.Encode(u)
+	o, err := enc.EncodeUnstructured(u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +152,7 @@ func TestJSONPathRangeAndOutOfRange(t *testing.T) {
 	for i := range 3 {
 		u := testPod()
 		u.Object["status"] = map[string]any{"conditions": []any{}}
-		o, err := enc.Encode(u)
+		o, err := enc.EncodeUnstructured(u)
 		if err != nil {
 			t.Fatalf("object %d: %v", i, err)
 		}
@@ -200,19 +207,22 @@ func FuzzIndexJSONPath(f *testing.F) {
 		if err != nil {
 			return
 		}
-		newObject := func() *unstructured.Unstructured {
-			u := &unstructured.Unstructured{}
-			if err := json.Unmarshal(doc, &u.Object); err != nil || u.Object == nil {
-				return testPod()
-			}
-			return u
+		var u unstructured.Unstructured
+		if utiljson.Unmarshal(doc, &u.Object) != nil || u.Object == nil || hasDuplicateKeys(doc) {
+			// Not an object, or one the API server would never send (it
+			// does not repeat keys); for those the first value wins here.
+			return
 		}
-		first, err := enc.Encode(newObject())
+		r, err := ParseRaw(slices.Clone(doc))
 		if err != nil {
-			return // not JSON-encodable; the API server does not send such objects
+			return // metadata fields that are not strings
 		}
-		u := newObject()
-		second, err := enc.Encode(u)
+		first, err := enc.Encode(r)
+		if err != nil {
+			return // labels that are not strings
+		}
+		r, _ = ParseRaw(slices.Clone(doc))
+		second, err := enc.Encode(r)
 		if err != nil {
 			t.Fatalf("second Encode of the same object failed: %v", err)
 		}
@@ -221,6 +231,12 @@ func FuzzIndexJSONPath(f *testing.F) {
 		}
 		if diff := cmp.Diff(first.Values, second.Values); diff != "" {
 			t.Fatalf("index values differ between two objects alike (-first +second):\n%s", diff)
+		}
+		// The values are what client-go's JSONPath finds in the object
+		// decoded as unstructured (how informerd evaluated indexes before
+		// it read the JSON directly).
+		if want, ok := oracleValues(path, u.Object); ok && !cmp.Equal(want, second.Values[1], cmpopts.EquateEmpty()) {
+			t.Errorf("index values = %q, want %q as client-go's JSONPath finds them", second.Values[1], want)
 		}
 		if ns := u.GetNamespace(); len(second.Values[0]) != 1 || second.Values[0][0] != ns {
 			t.Errorf("namespace index = %q, want [%q]", second.Values[0], ns)
@@ -246,12 +262,69 @@ func FuzzIndexJSONPath(f *testing.F) {
 		if err := json.Unmarshal(second.JSON, &back); err != nil {
 			t.Fatalf("cached JSON does not decode: %v", err)
 		}
-		// The transform ran on u in place; through JSON, numbers compare alike.
-		if b, err := json.Marshal(u.Object); err != nil || json.Unmarshal(b, &want) != nil {
-			t.Fatalf("transformed object does not encode: %v", err)
+		if err := json.Unmarshal(doc, &want); err != nil {
+			t.Fatal(err)
+		}
+		if md, ok := want["metadata"].(map[string]any); ok {
+			delete(md, "managedFields")
 		}
 		if diff := cmp.Diff(want, back); diff != "" {
-			t.Errorf("cached JSON is not the transformed object (-object +JSON):\n%s", diff)
+			t.Errorf("cached JSON is not the object without managedFields (-object +JSON):\n%s", diff)
+		}
+		var msg pb.Object
+		if err := proto.Unmarshal(second.Wire(), &msg); err != nil {
+			t.Fatalf("Wire does not decode: %v", err)
+		}
+		if msg.Namespace != second.Namespace || msg.Name != second.Name || msg.Uid != second.UID || msg.ResourceVersion != second.ResourceVersion || !bytes.Equal(msg.Json, second.JSON) {
+			t.Errorf("Wire decodes to %v, want the object's fields", &msg)
 		}
 	})
+}
+
+// oracleValues evaluates an index expression the way informerd did on
+// unstructured objects, on the whole decoded object; ok is false when that
+// evaluation failed.
+func oracleValues(expr string, obj map[string]any) ([]string, bool) {
+	vs, err := findValues("oracle", expr, obj)
+	return vs, err == nil
+}
+
+// hasDuplicateKeys reports whether some JSON object in doc repeats a key.
+func hasDuplicateKeys(doc []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	var walk func() bool
+	walk = func() bool {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return false
+				}
+				key, _ := k.(string)
+				if seen[key] {
+					return true
+				}
+				seen[key] = true
+				if walk() {
+					return true
+				}
+			}
+			_, _ = dec.Token()
+		case json.Delim('['):
+			for dec.More() {
+				if walk() {
+					return true
+				}
+			}
+			_, _ = dec.Token()
+		}
+		return false
+	}
+	return walk()
 }

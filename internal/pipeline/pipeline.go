@@ -14,12 +14,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerd/informerd/internal/config"
 	"github.com/informerd/informerd/internal/deltafifo"
@@ -179,7 +175,7 @@ func (p *Pipeline) setPhase(ph Phase, err error) {
 // Run resolves the resource (waiting while it does not exist), then lists
 // and watches it into the cache until ctx is done. It returns after every
 // goroutine it started has exited.
-func (p *Pipeline) Run(ctx context.Context, client dynamic.Interface, mapper Mapper) error {
+func (p *Pipeline) Run(ctx context.Context, client *reflector.Client, mapper Mapper) error {
 	res, err := p.resolve(ctx, mapper)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -189,20 +185,11 @@ func (p *Pipeline) Run(ctx context.Context, client dynamic.Interface, mapper Map
 	}
 	p.log.Info("caching", "gvr", res.GVR.String(), "kind", res.Kind, "namespaced", res.Namespaced)
 
-	var ri dynamic.ResourceInterface = client.Resource(res.GVR)
-	if res.Namespaced && p.cfg.Namespace != "" {
-		ri = client.Resource(res.GVR).Namespace(p.cfg.Namespace)
+	ns := ""
+	if res.Namespaced {
+		ns = p.cfg.Namespace
 	}
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			p.selectors(&o)
-			return ri.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			p.selectors(&o)
-			return ri.Watch(ctx, o)
-		},
-	}
+	lw := client.ListWatch(res.GVR, ns, p.selectors)
 	refl := reflector.New(lw, p.encoder, p.fifo, reflector.Options{Name: p.cfg.Resource, Client: client, Log: p.log})
 	p.mu.Lock()
 	p.refl = refl

@@ -9,18 +9,18 @@ import (
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/informerd/informerd/internal/config"
+	"github.com/informerd/informerd/internal/reflector"
 )
 
 // Set runs a pipeline per configured resource. Run is called once; Lookup,
 // Pipelines and Synced may be called concurrently with it.
 type Set struct {
 	pipelines []*Pipeline
-	client    dynamic.Interface
+	client    *reflector.Client
 	mapper    Mapper
 	log       *slog.Logger
 	ingest    IngestObserver
@@ -41,9 +41,9 @@ func WithIngestObserver(o IngestObserver) Option { return func(s *Set) { s.inges
 // NewSet builds the pipelines of c against the API server of restConfig.
 // It starts nothing and does not contact the API server.
 func NewSet(c *config.Config, restConfig *rest.Config, log *slog.Logger, opts ...Option) (*Set, error) {
-	client, err := dynamic.NewForConfig(restConfig)
+	client, err := reflector.NewClient(restConfig)
 	if err != nil {
-		return nil, fmt.Errorf("dynamic client: %w", err)
+		return nil, err
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(restConfig)
 	if err != nil {

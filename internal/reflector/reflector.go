@@ -14,7 +14,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -119,7 +118,7 @@ func (r *Reflector) Run(ctx context.Context) {
 	}
 	lw := cache.ToListWatcherWithWatchListSemantics(observed, r.client)
 	logger := klog.FromContext(ctx)
-	cr := cache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, (*store)(r), cache.ReflectorOptions{
+	cr := cache.NewReflectorWithOptions(lw, &object.Raw{}, (*store)(r), cache.ReflectorOptions{
 		Name:   r.name,
 		Logger: &logger,
 	})

@@ -2,10 +2,10 @@ package reflector
 
 import (
 	"fmt"
-	"github.com/informerd/informerd/internal/object"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/informerd/informerd/internal/object"
 )
 
 // store is the Reflector viewed as client-go's ReflectorStore: what the
@@ -18,16 +18,16 @@ var (
 	_ cache.TransformingStore      = (*store)(nil)
 )
 
-func (s *store) encode(obj any) (*unstructured.Unstructured, error) {
-	u, ok := obj.(*unstructured.Unstructured)
+func (s *store) asRaw(obj any) (*object.Raw, error) {
+	u, ok := obj.(*object.Raw)
 	if !ok {
-		return nil, fmt.Errorf("reflector %s: got %T, want *unstructured.Unstructured", s.name, obj)
+		return nil, fmt.Errorf("reflector %s: got %T, want *object.Raw", s.name, obj)
 	}
 	return u, nil
 }
 
-func (s *store) change(obj any, push func(*Reflector, *unstructured.Unstructured) error) error {
-	u, err := s.encode(obj)
+func (s *store) change(obj any, push func(*Reflector, *object.Raw) error) error {
+	u, err := s.asRaw(obj)
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (s *store) change(obj any, push func(*Reflector, *unstructured.Unstructured
 
 // Add implements cache.ReflectorStore.
 func (s *store) Add(obj any) error {
-	return s.change(obj, func(r *Reflector, u *unstructured.Unstructured) error {
+	return s.change(obj, func(r *Reflector, u *object.Raw) error {
 		o, err := r.encoder.Encode(u)
 		if err != nil {
 			return err
@@ -48,7 +48,7 @@ func (s *store) Add(obj any) error {
 
 // Update implements cache.ReflectorStore.
 func (s *store) Update(obj any) error {
-	return s.change(obj, func(r *Reflector, u *unstructured.Unstructured) error {
+	return s.change(obj, func(r *Reflector, u *object.Raw) error {
 		o, err := r.encoder.Encode(u)
 		if err != nil {
 			return err
@@ -62,7 +62,7 @@ func (s *store) Delete(obj any) error {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	return s.change(obj, func(r *Reflector, u *unstructured.Unstructured) error {
+	return s.change(obj, func(r *Reflector, u *object.Raw) error {
 		o, err := r.encoder.Encode(u)
 		if err != nil {
 			return err
@@ -79,7 +79,7 @@ func (s *store) Replace(list []any, rv string) error {
 	r.received(rv)
 	objs := make([]*object.Object, 0, len(list))
 	for _, obj := range list {
-		u, err := s.encode(obj)
+		u, err := s.asRaw(obj)
 		if err != nil {
 			return err
 		}
@@ -106,7 +106,7 @@ func (s *store) Bookmark(rv string) error {
 // buffers during a streaming list are already stripped.
 func (s *store) Transformer() cache.TransformFunc {
 	return func(obj any) (any, error) {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
+		if u, ok := obj.(*object.Raw); ok {
 			s.encoder.Transform(u)
 		}
 		return obj, nil

@@ -236,7 +236,7 @@ func newFuzzFixture(t testing.TB) *fuzzFixture {
 	feed := func(p *pipeline.Pipeline, enc *object.Encoder, kind string, initial []spec, syncRV uint64, changes []func() (deltafifo.Type, spec)) {
 		m := fx.models[p.Name()]
 		encode := func(s spec, rv uint64) (*object.Object, *cached) {
-			o, err := enc.Encode(s.unstructured(kind, rv))
+			o, err := enc.EncodeUnstructured(s.unstructured(kind, rv))
 			if err != nil {
 				t.Fatal(err)
 			}
