@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unique"
-	"unsafe"
 
 	"github.com/buger/jsonparser"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -92,12 +92,9 @@ func (e *Encoder) Encode(r *Raw) (*Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %s/%s: %w", r.Namespace, r.Name, err)
 	}
-	ns, name, uid, rv := r.Namespace, r.Name, string(r.UID), r.ResourceVersion
-	wire := make([]byte, 0, wireSize(ns, name, uid, rv, len(r.JSON)))
-	wire, at := appendWire(wire, ns, name, uid, rv, r.JSON)
-	// UID and ResourceVersion are views of the message's bytes, which never
-	// change: a cached pod then pays for them once.
-	o := &Object{Proto: wire, JSON: wire[at[4]:], UID: view(wire, at[2], len(uid)), ResourceVersion: view(wire, at[3], len(rv)), Labels: labels}
+	ns, name := r.Namespace, r.Name
+	// A copy of its own length: r.JSON may have room left by the transform.
+	o := &Object{JSON: slices.Clone(r.JSON), UID: string(r.UID), ResourceVersion: r.ResourceVersion, Labels: labels}
 	o.RV, _ = ParseRV(o.ResourceVersion)
 	if ns == "" {
 		o.Key, o.Name = name, name
@@ -120,15 +117,6 @@ func (e *Encoder) Encode(r *Raw) (*Object, error) {
 		o.Values[i] = vs
 	}
 	return o, nil
-}
-
-// view returns the n bytes of b at off as a string without copying; b must
-// never change afterwards.
-func view(b []byte, off, n int) string {
-	if n == 0 {
-		return ""
-	}
-	return unsafe.String(&b[off], n)
 }
 
 // parseLabels reads metadata.labels, sorted by key and interned.
@@ -156,7 +144,8 @@ func parseLabels(data []byte) (Labels, error) {
 		return nil, fmt.Errorf("metadata.labels: %w", err)
 	}
 	sort.Sort(byKey(l))
-	return l, nil
+	// Cached for the object's life: no spare capacity from appending.
+	return slices.Clip(slices.Clone(l)), nil
 }
 
 // byKey sorts a Labels by key, moving each value with its key.

@@ -28,22 +28,13 @@ type Object struct {
 	// order of the Encoder's index names. An index may yield several values.
 	Values [][]string
 	// JSON is the object as Kubernetes JSON (apiVersion and kind set) after
-	// the transform. For objects built by an Encoder it is the tail of
-	// Proto, not a copy.
+	// the transform. Responses embed it as it is (see AppendWireHeader).
 	JSON []byte
-	// Proto is the object as an informerd.v1.Object message in protobuf
-	// wire form (see Wire); nil for objects not built by an Encoder.
-	Proto []byte
 }
 
 // Size is the approximate number of bytes the object holds.
 func (o *Object) Size() int {
-	n := len(o.Key) + len(o.UID) + len(o.ResourceVersion) + 8*16
-	if o.Proto != nil {
-		n += len(o.Proto) // JSON is part of it
-	} else {
-		n += len(o.JSON)
-	}
+	n := len(o.Key) + len(o.UID) + len(o.ResourceVersion) + len(o.JSON) + 8*16
 	for _, l := range o.Labels {
 		n += len(l) + 16
 	}

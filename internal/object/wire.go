@@ -12,53 +12,45 @@ const (
 	fieldJSON            = 5
 )
 
-// appendWire appends the informerd.v1.Object message for the given fields
-// in protobuf wire form, the JSON last. It returns the message and where
-// each field's value starts within it: namespace, name, uid,
-// resource_version and json, in that order.
-func appendWire(b []byte, namespace, name, uid, rv string, json []byte) ([]byte, [5]int) {
-	var at [5]int
-	for i, f := range []struct {
+// AppendWireHeader appends the start of the object's informerd.v1.Object
+// message in protobuf wire form: every field, and the JSON field's tag and
+// length, but not the JSON bytes, which end the message. A response embeds
+// the object as this header followed by o.JSON, shared by every response
+// and never copied; WireSize is the length of the two together.
+func (o *Object) AppendWireHeader(b []byte) []byte {
+	for _, f := range []struct {
 		num protowire.Number
 		s   string
-	}{{fieldNamespace, namespace}, {fieldName, name}, {fieldUID, uid}, {fieldResourceVersion, rv}} {
+	}{{fieldNamespace, o.Namespace}, {fieldName, o.Name}, {fieldUID, o.UID}, {fieldResourceVersion, o.ResourceVersion}} {
 		if f.s != "" {
 			b = protowire.AppendTag(b, f.num, protowire.BytesType)
-			b = protowire.AppendVarint(b, uint64(len(f.s)))
-			at[i] = len(b)
-			b = append(b, f.s...)
+			b = protowire.AppendString(b, f.s)
 		}
 	}
-	if len(json) > 0 {
+	if len(o.JSON) > 0 {
 		b = protowire.AppendTag(b, fieldJSON, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(len(json)))
+		b = protowire.AppendVarint(b, uint64(len(o.JSON)))
 	}
-	at[4] = len(b)
-	return append(b, json...), at
+	return b
 }
 
-// wireSize is the size appendWire's message will have.
-func wireSize(namespace, name, uid, rv string, jsonLen int) int {
+// WireSize is the length of the object's informerd.v1.Object message.
+func (o *Object) WireSize() int {
 	n := 0
-	for _, s := range []string{namespace, name, uid, rv} {
+	for _, s := range []string{o.Namespace, o.Name, o.UID, o.ResourceVersion} {
 		if s != "" {
 			n += 1 + protowire.SizeBytes(len(s))
 		}
 	}
-	if jsonLen > 0 {
-		n += 1 + protowire.SizeBytes(jsonLen)
+	if len(o.JSON) > 0 {
+		n += 1 + protowire.SizeBytes(len(o.JSON))
 	}
 	return n
 }
 
-// Wire returns the object as an informerd.v1.Object message in protobuf
-// wire form: the bytes every response that carries the object embeds, so
-// they are encoded once per object, not once per client. Objects built by
-// an Encoder carry it; for others (tests) it is encoded on each call.
+// Wire returns the object's informerd.v1.Object message in protobuf wire
+// form, in new memory.
 func (o *Object) Wire() []byte {
-	if o.Proto != nil {
-		return o.Proto
-	}
-	b, _ := appendWire(nil, o.Namespace, o.Name, o.UID, o.ResourceVersion, o.JSON)
-	return b
+	b := make([]byte, 0, o.WireSize())
+	return append(o.AppendWireHeader(b), o.JSON...)
 }
