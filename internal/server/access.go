@@ -39,9 +39,11 @@ func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 }
 
 // StreamInterceptor authenticates every streaming call but the open ones,
-// and admits a Watch only within its caller's limits.
+// and admits a Watch only within its caller's limits. It counts the
+// requests of every streaming call that grpc refused for their size.
 func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
-	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+		defer func() { s.countTooLarge(err) }()
 		if open(info.FullMethod) {
 			return handler(srv, ss)
 		}

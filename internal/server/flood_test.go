@@ -184,13 +184,40 @@ func limitNamed(msg string) string {
 }
 
 // TestRequestTooLarge: a request past MaxRequestBytes (4 KiB in the test
-// fixture) is refused by grpc before any handler, and still counted.
+// fixture) is refused by grpc before any handler, and still counted, for
+// every method, unary or streaming.
 func TestRequestTooLarge(t *testing.T) {
 	obs := &observer{}
 	f := serve(t, ownerConfig("too-large"), server.Options{Observer: obs})
-	_, err := f.client.Get(context.Background(), &pb.GetRequest{Resource: "configmaps", Namespace: "too-large", Name: strings.Repeat("x", 8<<10)})
-	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "larger than max") {
-		t.Fatalf("got %v, want RESOURCE_EXHAUSTED for the message size", err)
+	ctx := context.Background()
+	big := strings.Repeat("x", 8<<10)
+	for i, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"Get", func() error {
+			_, err := f.client.Get(ctx, &pb.GetRequest{Resource: "configmaps", Namespace: "too-large", Name: big})
+			return err
+		}},
+		{"List", func() error {
+			_, err := f.client.List(ctx, &pb.ListRequest{Resource: "configmaps", ContinueToken: big})
+			return err
+		}},
+		{"Watch", func() error {
+			w, err := f.client.Watch(ctx, &pb.WatchRequest{Resource: "configmaps", ResourceVersion: big})
+			if err != nil {
+				return err
+			}
+			_, err = w.Recv()
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "larger than max") {
+				t.Fatalf("got %v, want RESOURCE_EXHAUSTED for the message size", err)
+			}
+			testenv.Eventually(t, 10*time.Second, "the refusal to be counted", func() bool { return obs.limitHits("max-request-bytes") == i+1 })
+		})
 	}
-	testenv.Eventually(t, 10*time.Second, "the refusal to be counted", func() bool { return obs.limitHits("max-request-bytes") == 1 })
 }

@@ -18,6 +18,7 @@ import (
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/object"
+	"github.com/informerd/informerd/internal/server"
 )
 
 // canceled is the context every call runs with.
@@ -235,7 +236,8 @@ func (fx *fuzzFixture) checkList(t *testing.T, req *pb.ListRequest) {
 	}
 }
 
-// watchStream is the server side of a Watch stream; it records what is sent.
+// watchStream is the server side of a Watch stream; it records what is
+// sent, as a client decodes it from what the server's codec encodes.
 type watchStream struct {
 	ctx  context.Context
 	sent []*pb.WatchResponse
@@ -251,9 +253,13 @@ func (s *watchStream) Send(r *pb.WatchResponse) error {
 }
 
 func (s *watchStream) SendMsg(m any) error {
-	r, ok := m.(*pb.WatchResponse)
-	if !ok {
-		return fmt.Errorf("watch stream: cannot send a %T", m)
+	b, err := server.MarshalMsg(m)
+	if err != nil {
+		return fmt.Errorf("watch stream: send a %T: %w", m, err)
+	}
+	r := &pb.WatchResponse{}
+	if err := proto.Unmarshal(b, r); err != nil {
+		return fmt.Errorf("watch stream: a client cannot decode what was sent: %w", err)
 	}
 	return s.Send(r)
 }

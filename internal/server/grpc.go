@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -9,7 +10,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
@@ -35,8 +35,9 @@ type GRPCOptions struct {
 }
 
 // NewGRPC returns a gRPC server with s's CacheService registered behind
-// authentication and limits. The caller registers health and reflection,
-// serves, and stops it.
+// authentication and limits, and the codec that sends its pre-encoded
+// responses. The caller registers health and reflection, serves, and stops
+// it.
 func (s *Server) NewGRPC(o GRPCOptions) *grpc.Server {
 	if o.MaxRequestBytes <= 0 {
 		o.MaxRequestBytes = 1 << 20
@@ -59,31 +60,79 @@ func (s *Server) NewGRPC(o GRPCOptions) *grpc.Server {
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: o.KeepaliveTime, Timeout: o.KeepaliveTimeout}),
 		grpc.ChainUnaryInterceptor(append(o.Unary, s.UnaryInterceptor())...),
 		grpc.ChainStreamInterceptor(append(o.Stream, s.StreamInterceptor())...),
-		grpc.StatsHandler(tooLarge{s.opts.Observer}),
+		// Responses with objects are sent pre-encoded (codec.go).
+		grpc.ForceServerCodecV2(newCodec()),
 	}
 	if o.Creds != nil {
 		opts = append(opts, grpc.Creds(o.Creds))
 	}
 	gs := grpc.NewServer(opts...)
-	pb.RegisterCacheServiceServer(gs, s)
+	gs.RegisterService(s.serviceDesc(), s)
 	return gs
 }
 
-// tooLarge counts requests grpc refused for their size: grpc refuses them
-// before any interceptor runs, so only the end of the RPC shows it.
-type tooLarge struct{ obs Observer }
+// serviceDesc is CacheService's as generated, except that Get and List
+// answer with encoded messages and that every unary request grpc refuses
+// for its size is counted (the stream interceptor counts the others).
+func (s *Server) serviceDesc() *grpc.ServiceDesc {
+	d := pb.CacheService_ServiceDesc
+	d.Methods = slices.Clone(d.Methods)
+	for i := range d.Methods {
+		m := &d.Methods[i]
+		switch m.MethodName {
+		case "Get":
+			m.Handler = encodedMethod(pb.CacheService_Get_FullMethodName, s.get)
+		case "List":
+			m.Handler = encodedMethod(pb.CacheService_List_FullMethodName, s.list)
+		}
+		m.Handler = s.countingTooLarge(m.Handler)
+	}
+	return &d
+}
 
-func (tooLarge) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context   { return ctx }
-func (tooLarge) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
-func (tooLarge) HandleConn(context.Context, stats.ConnStats)                       {}
+// encodedMethod is a handler as protoc-gen-go-grpc generates them, for a
+// method whose response is encoded.
+func encodedMethod[Req any](fullMethod string, call func(context.Context, *Req) (*encoded, error)) grpc.MethodHandler {
+	return func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+		req := new(Req)
+		if err := dec(req); err != nil {
+			return nil, err
+		}
+		handler := func(ctx context.Context, req any) (any, error) {
+			m, err := call(ctx, req.(*Req))
+			if err != nil {
+				return nil, err // not a nil *encoded in an interface
+			}
+			return m, nil
+		}
+		if interceptor == nil {
+			return handler(ctx, req)
+		}
+		return interceptor(ctx, req, &grpc.UnaryServerInfo{Server: srv, FullMethod: fullMethod}, handler)
+	}
+}
 
-func (h tooLarge) HandleRPC(_ context.Context, rs stats.RPCStats) {
-	end, ok := rs.(*stats.End)
-	if !ok || end.Error == nil {
+// countingTooLarge counts the requests of h that grpc refused for their
+// size: it refuses them when h decodes them, before any interceptor runs.
+func (s *Server) countingTooLarge(h grpc.MethodHandler) grpc.MethodHandler {
+	return func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+		return h(srv, ctx, func(req any) error {
+			err := dec(req)
+			s.countTooLarge(err)
+			return err
+		}, interceptor)
+	}
+}
+
+// countTooLarge counts err if it is grpc's refusal of a request larger than
+// MaxRequestBytes. No stats handler does it: grpc would then build a
+// stats.OutPayload for every message sent.
+func (s *Server) countTooLarge(err error) {
+	if err == nil {
 		return
 	}
-	if st, _ := status.FromError(end.Error); st.Code() == codes.ResourceExhausted &&
+	if st, _ := status.FromError(err); st.Code() == codes.ResourceExhausted &&
 		strings.Contains(st.Message(), "received message") && strings.Contains(st.Message(), "larger than max") {
-		h.obs.LimitHit("max-request-bytes")
+		s.opts.Observer.LimitHit("max-request-bytes")
 	}
 }

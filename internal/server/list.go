@@ -27,8 +27,22 @@ type continueToken struct {
 	LastKey string `json:"k"`
 }
 
-// List implements CacheService: pages of one consistent snapshot.
+// List implements CacheService: pages of one consistent snapshot. Over
+// gRPC, the service NewGRPC registers sends list's encoded page as it is;
+// this method, for callers in process, decodes it.
 func (s *Server) List(ctx context.Context, req *pb.ListRequest) (*pb.ListResponse, error) {
+	m, err := s.list(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := &pb.ListResponse{}
+	if err := m.decode(resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+func (s *Server) list(ctx context.Context, req *pb.ListRequest) (*encoded, error) {
 	p, err := s.synced(req.GetResource())
 	if err != nil {
 		return nil, err
@@ -99,19 +113,18 @@ func (s *Server) List(ctx context.Context, req *pb.ListRequest) (*pb.ListRespons
 		start++
 	}
 	end := min(start+limit, len(objs))
-	resp := &pb.ListResponse{ResourceVersion: snap.ResourceVersion, Objects: make([]*pb.Object, 0, end-start)}
 	bytes := 0
 	for i, o := range objs[start:end] {
 		if bytes += len(o.JSON); bytes > s.opts.MaxPageBytes && i > 0 {
 			end = start + i
 			break
 		}
-		resp.Objects = append(resp.Objects, toProto(o))
 	}
+	var token string
 	if end < len(objs) {
-		resp.ContinueToken = encodeToken(continueToken{RV: snap.ResourceVersion, LastKey: objs[end-1].Key})
+		token = encodeToken(continueToken{RV: snap.ResourceVersion, LastKey: objs[end-1].Key})
 	}
-	return resp, nil
+	return listPage(objs[start:end], snap.ResourceVersion, token), nil
 }
 
 func encodeToken(t continueToken) string {

@@ -159,8 +159,22 @@ func (s *Server) ListResources(context.Context, *pb.ListResourcesRequest) (*pb.L
 	return resp, nil
 }
 
-// Get implements CacheService.
+// Get implements CacheService. Over gRPC, the service NewGRPC registers
+// sends get's encoded response as it is; this method, for callers in
+// process, decodes it.
 func (s *Server) Get(ctx context.Context, req *pb.GetRequest) (*pb.GetResponse, error) {
+	m, err := s.get(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := &pb.GetResponse{}
+	if err := m.decode(resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+func (s *Server) get(ctx context.Context, req *pb.GetRequest) (*encoded, error) {
 	p, err := s.synced(req.GetResource())
 	if err != nil {
 		return nil, err
@@ -182,7 +196,7 @@ func (s *Server) Get(ctx context.Context, req *pb.GetRequest) (*pb.GetResponse, 
 	if !ok {
 		return nil, objectNotFound(req.GetResource(), key, p.Indexer().Stats().ResourceVersion)
 	}
-	return &pb.GetResponse{Object: toProto(o)}, nil
+	return getResponse(o), nil
 }
 
 // synced finds a resource's pipeline and checks that its cache is usable.
@@ -210,8 +224,4 @@ func (s *Server) served() string {
 		}
 	}
 	return strings.Join(names, ", ")
-}
-
-func toProto(o *object.Object) *pb.Object {
-	return &pb.Object{Namespace: o.Namespace, Name: o.Name, Uid: o.UID, ResourceVersion: o.ResourceVersion, Json: o.JSON}
 }

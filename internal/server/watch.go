@@ -29,7 +29,8 @@ var eventTypes = map[fanout.Type]pb.EventType{
 	fanout.Bookmark: pb.EventType_EVENT_TYPE_BOOKMARK,
 }
 
-// Watch implements CacheService.
+// Watch implements CacheService. It sends encoded messages, which only the
+// codec of a server built by NewGRPC can send.
 func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer) (err error) {
 	ctx := stream.Context()
 	p, err := s.synced(req.GetResource())
@@ -96,14 +97,14 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 		return err
 	}
 	if opts.SendInitialEvents {
-		if err := stream.Send(&pb.WatchResponse{Type: pb.EventType_EVENT_TYPE_INITIAL_EVENTS_END, ResourceVersion: at}); err != nil {
+		if err := stream.SendMsg(watchEvent(pb.EventType_EVENT_TYPE_INITIAL_EVENTS_END, nil, at)); err != nil {
 			return err
 		}
 	}
+	idle := idleWait{parent: wctx}
+	defer idle.stop()
 	for {
-		nctx, cancel := context.WithTimeout(wctx, idleBookmark)
-		items, err := w.Next(nctx)
-		cancel()
+		items, err := idle.next(w)
 		if ctx.Err() == nil && wctx.Err() != nil {
 			return toStatus(context.Cause(wctx))
 		}
@@ -123,19 +124,52 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 	}
 }
 
+// idleWait waits for a watcher's items and ends a wait that lasts
+// idleBookmark with context.DeadlineExceeded, as a fresh context.WithTimeout
+// for each wait would. Its context (and timer) is made anew only when its
+// deadline passes, not for each wait, which is each event on a quiet
+// stream: a deadline passed early, as it was set before the latest waits
+// began, is moved to the current wait's end.
+type idleWait struct {
+	parent context.Context
+	ctx    context.Context // nil, or ends at or before the current wait's end
+	cancel context.CancelFunc
+}
+
+func (iw *idleWait) next(w *fanout.Watcher) ([]fanout.Item, error) {
+	due := time.Now().Add(idleBookmark)
+	for {
+		if iw.ctx == nil {
+			iw.ctx, iw.cancel = context.WithDeadline(iw.parent, due)
+		}
+		items, err := w.Next(iw.ctx)
+		if !errors.Is(err, context.DeadlineExceeded) || iw.parent.Err() != nil {
+			return items, err
+		}
+		iw.stop()
+		if !time.Now().Before(due) {
+			return nil, err
+		}
+	}
+}
+
+func (iw *idleWait) stop() {
+	if iw.cancel != nil {
+		iw.cancel()
+		iw.ctx, iw.cancel = nil, nil
+	}
+}
+
 // send sends items, but none after the caller's access was revoked (ctx's
 // cause is then its status), even in the middle of a long initial list. A
-// client gone is found by stream.Send.
+// client gone is found by stream.SendMsg. Each object's JSON is shared by
+// every stream it goes to; only a few bytes are encoded per stream.
 func (s *Server) send(ctx context.Context, stream pb.CacheService_WatchServer, resource string, items []fanout.Item) error {
 	for _, it := range items {
 		if _, revoked := status.FromError(context.Cause(ctx)); revoked && ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
-		resp := &pb.WatchResponse{Type: eventTypes[it.Type], ResourceVersion: it.ResourceVersion}
-		if it.Object != nil {
-			resp.Object = toProto(it.Object)
-		}
-		if err := stream.Send(resp); err != nil {
+		if err := stream.SendMsg(watchEvent(eventTypes[it.Type], it.Object, it.ResourceVersion)); err != nil {
 			return err
 		}
 		if !it.Applied.IsZero() {
