@@ -126,11 +126,11 @@ func parseLabels(data []byte) (Labels, error) {
 		if typ != jsonparser.String {
 			return fmt.Errorf("label %q is a JSON %s, want a string", k, typ)
 		}
-		key, err := jsonparser.ParseString(k)
+		key, err := parseString(k)
 		if err != nil {
 			return err
 		}
-		val, err := jsonparser.ParseString(v)
+		val, err := parseString(v)
 		if err != nil {
 			return err
 		}

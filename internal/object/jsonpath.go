@@ -150,7 +150,7 @@ func (ix *pathIndex) decode(data []byte) (map[string]any, error) {
 		}
 		if typ == jsonparser.String {
 			// jsonparser gives a string's contents, without quotes.
-			if doc[f], err = jsonparser.ParseString(raw); err != nil {
+			if doc[f], err = parseString(raw); err != nil {
 				return nil, err
 			}
 			continue
@@ -171,7 +171,7 @@ func (ix *pathIndex) decode(data []byte) (map[string]any, error) {
 func scalarJSON(v []byte, typ jsonparser.ValueType) (string, bool) {
 	switch typ {
 	case jsonparser.String:
-		s, err := jsonparser.ParseString(v)
+		s, err := parseString(v)
 		return s, err == nil
 	case jsonparser.Number:
 		if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {

@@ -1,10 +1,12 @@
 package object
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/buger/jsonparser"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,7 +53,7 @@ func ParseRaw(data []byte) (*Raw, error) {
 		case err != nil:
 			perr = errors.Join(perr, fmt.Errorf("%s: %w", pathString(rawPaths[i]), err))
 		case typ == jsonparser.String:
-			s, err := jsonparser.ParseString(v)
+			s, err := parseString(v)
 			if err != nil {
 				perr = errors.Join(perr, fmt.Errorf("%s: %w", pathString(rawPaths[i]), err))
 			}
@@ -125,7 +127,7 @@ func ParseRawList(data []byte) (*RawList, error) {
 			return
 		}
 		if typ == jsonparser.String {
-			vals[i], err = jsonparser.ParseString(v)
+			vals[i], err = parseString(v)
 			perr = errors.Join(perr, err)
 		}
 	}, paths...)
@@ -181,8 +183,8 @@ func stringMap(data []byte, path ...string) map[string]string {
 		if typ != jsonparser.String {
 			return nil
 		}
-		key, err1 := jsonparser.ParseString(k)
-		val, err2 := jsonparser.ParseString(v)
+		key, err1 := parseString(k)
+		val, err2 := parseString(v)
 		if err1 == nil && err2 == nil {
 			if m == nil {
 				m = map[string]string{}
@@ -209,4 +211,23 @@ func truncate(b []byte, n int) string {
 		return string(b[:n]) + "…"
 	}
 	return string(b)
+}
+
+// parseString reads the contents of a JSON string (without its quotes) as
+// encoding/json does, which is how the objects were read before informerd
+// scanned their bytes: invalid UTF-8 and lone surrogate escapes become
+// U+FFFD instead of failing the object, so that names, labels and index
+// values are valid UTF-8 (protobuf strings must be) and match the object
+// a client decodes from the JSON. The fast path is jsonparser's.
+func parseString(v []byte) (string, error) {
+	s, err := jsonparser.ParseString(v)
+	if err == nil && utf8.ValidString(s) {
+		return s, nil
+	}
+	quoted := make([]byte, 0, len(v)+2)
+	quoted = append(append(append(quoted, '"'), v...), '"')
+	if uerr := json.Unmarshal(quoted, &s); uerr != nil {
+		return "", fmt.Errorf("invalid JSON string %q: %w", v, uerr)
+	}
+	return s, nil
 }
