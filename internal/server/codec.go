@@ -57,13 +57,18 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error { return c.proto.Unm
 
 func (codec) Name() string { return "proto" }
 
-// decode unmarshals m into msg, as a client does: the methods that answer
-// callers in process with messages use it.
-func (m *encoded) decode(msg proto.Message) error {
-	if err := proto.Unmarshal(m.pieces.Materialize(), msg); err != nil {
-		return status.Errorf(codes.Internal, "decode the %T just encoded: %v", msg, err)
+// decoded unmarshals m, the response encode just built, into msg, as a
+// client does, and returns msg; err, the encoder's, passes through. The
+// methods that answer callers in process with messages (List, Get) use it.
+func decoded[T proto.Message](m *encoded, err error, msg T) (T, error) {
+	var zero T
+	if err != nil {
+		return zero, err
 	}
-	return nil
+	if err := proto.Unmarshal(m.pieces.Materialize(), msg); err != nil {
+		return zero, status.Errorf(codes.Internal, "decode the %T just encoded: %v", msg, err)
+	}
+	return msg, nil
 }
 
 // Field numbers of the responses (api/proto); TestEncodedMatchesProto holds

@@ -165,8 +165,8 @@ func checkEncoded(t *testing.T, m *encoded, want proto.Message, objs ...*object.
 		}
 	}
 	// What callers in process get is what clients get.
-	got := want.ProtoReflect().New().Interface()
-	if err := m.decode(got); err != nil || !proto.Equal(want, got) {
+	got, err := decoded(m, nil, want.ProtoReflect().New().Interface())
+	if err != nil || !proto.Equal(want, got) {
 		t.Errorf("decode = %v, %v; want %v", got, err, want)
 	}
 }

@@ -32,14 +32,7 @@ type continueToken struct {
 // this method, for callers in process, decodes it.
 func (s *Server) List(ctx context.Context, req *pb.ListRequest) (*pb.ListResponse, error) {
 	m, err := s.list(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	resp := &pb.ListResponse{}
-	if err := m.decode(resp); err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return decoded(m, err, &pb.ListResponse{})
 }
 
 func (s *Server) list(ctx context.Context, req *pb.ListRequest) (*encoded, error) {

@@ -164,14 +164,7 @@ func (s *Server) ListResources(context.Context, *pb.ListResourcesRequest) (*pb.L
 // process, decodes it.
 func (s *Server) Get(ctx context.Context, req *pb.GetRequest) (*pb.GetResponse, error) {
 	m, err := s.get(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	resp := &pb.GetResponse{}
-	if err := m.decode(resp); err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return decoded(m, err, &pb.GetResponse{})
 }
 
 func (s *Server) get(ctx context.Context, req *pb.GetRequest) (*encoded, error) {
