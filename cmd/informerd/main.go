@@ -262,7 +262,7 @@ func run1(ctx context.Context, o options, log *slog.Logger) error {
 	})
 	healthSrv := grpchealth.NewServer()
 	healthSrv.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	healthpb.RegisterHealthServer(grpcSrv, healthSrv)
+	cacheSrv.Register(grpcSrv, &healthpb.Health_ServiceDesc, healthSrv)
 	grpcMetrics.InitializeMetrics(grpcSrv)
 	reg.MustRegister(metrics.NewCollector(caches, cacheSrv))
 	reflection.Register(grpcSrv)

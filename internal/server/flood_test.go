@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
@@ -185,7 +186,8 @@ func limitNamed(msg string) string {
 
 // TestRequestTooLarge: a request past MaxRequestBytes (4 KiB in the test
 // fixture) is refused by grpc before any handler, and still counted, for
-// every method, unary or streaming.
+// every method, unary or streaming, and for the health service registered
+// beside CacheService.
 func TestRequestTooLarge(t *testing.T) {
 	obs := &observer{}
 	f := serve(t, ownerConfig("too-large"), server.Options{Observer: obs})
@@ -209,6 +211,10 @@ func TestRequestTooLarge(t *testing.T) {
 				return err
 			}
 			_, err = w.Recv()
+			return err
+		}},
+		{"Health.Check", func() error {
+			_, err := f.health.Check(ctx, &healthpb.HealthCheckRequest{Service: big})
 			return err
 		}},
 	} {

@@ -36,7 +36,8 @@ type GRPCOptions struct {
 
 // NewGRPC returns a gRPC server with s's CacheService registered behind
 // authentication and limits, and the codec that sends its pre-encoded
-// responses. The caller registers health and reflection, serves, and stops
+// responses. The caller registers health (through Register) and
+// reflection, serves, and stops
 // it.
 func (s *Server) NewGRPC(o GRPCOptions) *grpc.Server {
 	if o.MaxRequestBytes <= 0 {
@@ -67,13 +68,12 @@ func (s *Server) NewGRPC(o GRPCOptions) *grpc.Server {
 		opts = append(opts, grpc.Creds(o.Creds))
 	}
 	gs := grpc.NewServer(opts...)
-	gs.RegisterService(s.serviceDesc(), s)
+	s.Register(gs, s.serviceDesc(), s)
 	return gs
 }
 
 // serviceDesc is CacheService's as generated, except that Get and List
-// answer with encoded messages and that every unary request grpc refuses
-// for its size is counted (the stream interceptor counts the others).
+// answer with encoded messages.
 func (s *Server) serviceDesc() *grpc.ServiceDesc {
 	d := pb.CacheService_ServiceDesc
 	d.Methods = slices.Clone(d.Methods)
@@ -85,9 +85,21 @@ func (s *Server) serviceDesc() *grpc.ServiceDesc {
 		case "List":
 			m.Handler = encodedMethod(pb.CacheService_List_FullMethodName, s.list)
 		}
-		m.Handler = s.countingTooLarge(m.Handler)
 	}
 	return &d
+}
+
+// Register registers another service on gs, a server NewGRPC returned,
+// with its unary requests that grpc refuses for their size counted as
+// CacheService's are (streaming ones are counted by the stream
+// interceptor). The health service is one.
+func (s *Server) Register(gs *grpc.Server, desc *grpc.ServiceDesc, impl any) {
+	d := *desc
+	d.Methods = slices.Clone(d.Methods)
+	for i := range d.Methods {
+		d.Methods[i].Handler = s.countingTooLarge(d.Methods[i].Handler)
+	}
+	gs.RegisterService(&d, impl)
 }
 
 // encodedMethod is a handler as protoc-gen-go-grpc generates them, for a

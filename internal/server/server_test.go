@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	grpchealth "google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +40,7 @@ func TestMain(m *testing.M) { testenv.Main(m, &env) }
 // nodes.
 type fixture struct {
 	client pb.CacheServiceClient
+	health healthpb.HealthClient // grpc's health service, registered through Server.Register
 	kube   *kubernetes.Clientset
 	srv    *server.Server
 	set    *pipeline.Set
@@ -95,6 +98,7 @@ func serve(t *testing.T, yaml string, opts ...server.Options) *fixture {
 	}
 	srv := server.New(set, o)
 	gs := srv.NewGRPC(server.GRPCOptions{MaxRequestBytes: 4 << 10})
+	srv.Register(gs, &healthpb.Health_ServiceDesc, grpchealth.NewServer())
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(func() { srv.Stop(); gs.Stop() })
 	conn, err := grpc.NewClient("passthrough:///bufnet",
@@ -104,7 +108,7 @@ func serve(t *testing.T, yaml string, opts ...server.Options) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return &fixture{client: pb.NewCacheServiceClient(conn), kube: kubernetes.NewForConfigOrDie(env.Config), srv: srv, set: set}
+	return &fixture{client: pb.NewCacheServiceClient(conn), health: healthpb.NewHealthClient(conn), kube: kubernetes.NewForConfigOrDie(env.Config), srv: srv, set: set}
 }
 
 func names(objs []*pb.Object) []string {
