@@ -1,7 +1,9 @@
 // Package reflector adapts client-go's Reflector — which owns the list/watch
 // protocol: streaming lists, bookmarks, 410 → relist, backoff, pagination —
-// to informerd's pipeline. It turns each decoded object into an encoded
-// object.Object, hands it to the delta queue, and records lag signals.
+// to informerd's pipeline. Its Client lists and watches the API server's
+// JSON without decoding it (object.Raw); the reflector turns each raw
+// object into an encoded object.Object, hands it to the delta queue, and
+// records lag signals.
 package reflector
 
 import (
