@@ -100,7 +100,14 @@ func grpcWatchers(ctx context.Context, client pb.CacheServiceClient, n, nodes in
 // apiWatchers opens n watches on kube-apiserver, watcher i with
 // fieldSelector spec.nodeName of node i%nodes, reading the raw JSON stream
 // (decoding only the resourceVersion, as little as the gRPC clients do).
+// They start at the collection's current resourceVersion: a watch without
+// one first sends every selected pod as ADDED, which the phases would
+// count as deliveries, and informerd's watchers start at the present too.
 func apiWatchers(ctx context.Context, c *cluster, ns string, n, nodes int) (*watchers, error) {
+	list, err := c.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return nil, fmt.Errorf("read the pods' resourceVersion for the API server watchers: %w", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	w := &watchers{got: make([][]receipt, n), cancel: cancel}
 	var kube *kubernetes.Clientset
@@ -113,7 +120,8 @@ func apiWatchers(ctx context.Context, c *cluster, ns string, n, nodes int) (*wat
 			kube = kubernetes.NewForConfigOrDie(cfg)
 		}
 		body, err := kube.CoreV1().RESTClient().Get().Namespace(ns).Resource("pods").
-			Param("watch", "true").Param("fieldSelector", "spec.nodeName="+nodeName(i, nodes)).Stream(ctx)
+			Param("watch", "true").Param("resourceVersion", list.ResourceVersion).
+			Param("fieldSelector", "spec.nodeName="+nodeName(i, nodes)).Stream(ctx)
 		if err != nil {
 			cancel()
 			w.wg.Wait()
@@ -223,6 +231,24 @@ func delays(got [][]receipt, acks map[string]time.Time) (p50, p99 float64) {
 	}
 	slices.Sort(ds)
 	return ds[len(ds)/2], ds[min(len(ds)-1, len(ds)*99/100)]
+}
+
+// foreign checks that every event the watchers received is one of the
+// phase's writes (acks), so that nothing but the churn is counted: not a
+// watch's initial events, nor a backlog from an earlier phase.
+func foreign(variant string, got [][]receipt, acks map[string]time.Time) error {
+	n, example := 0, ""
+	for _, rs := range got {
+		for _, r := range rs {
+			if _, ok := acks[r.rv]; !ok {
+				n, example = n+1, r.rv
+			}
+		}
+	}
+	if n > 0 {
+		return fmt.Errorf("%s: the watchers received %d events that are not this phase's writes (resourceVersion %s, for one); they would be counted as deliveries", variant, n, example)
+	}
+	return nil
 }
 
 func total(got [][]receipt) int {

@@ -68,6 +68,10 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 				cpu, _ := m.stop()
 				stopProfile()
 				got := w.take()
+				if err := foreign("informerd", got, acks); err != nil {
+					w.close()
+					return s, err
+				}
 				delivered := float64(total(got))
 				p50, p99 := delays(got, acks)
 				achieved[ph.name] = float64(len(acks)) / b.phaseTime.Seconds()
@@ -100,6 +104,10 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 				quiesce(w)
 				cpu, _ := m.stop()
 				got := w.take()
+				if err := foreign("kube-apiserver", got, acks); err != nil {
+					w.close()
+					return s, err
+				}
 				delivered := float64(total(got))
 				p50, p99 := delays(got, acks)
 				serving := max(0.001, cpu[0]-float64(len(acks))*apiPerWrite[ph.name])
