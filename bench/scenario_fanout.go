@@ -96,7 +96,13 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 			for _, ph := range phases {
 				w.take()
 				m := meterCPU(b.cluster.apiPID)
-				acks, err := churn(ctx, b.cluster, b.ns, b.pods, b.nodes, ph.rate, b.phaseTime)
+				// At the rate informerd's run of the phase achieved: the same
+				// writes, whose cost is subtracted, with the watchers on top.
+				rate := ph.rate
+				if rate == 0 {
+					rate = achieved[ph.name]
+				}
+				acks, err := churn(ctx, b.cluster, b.ns, b.pods, b.nodes, rate, b.phaseTime)
 				if err != nil {
 					w.close()
 					return s, err
@@ -171,12 +177,16 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 	}
 	s.Rows = t.rows()
 	nmax := strconv.Itoa(b.watchers[len(b.watchers)-1])
-	inf, ok1 := s.find("events/CPU-s", Label{"variant", "informerd"}, Label{"watchers", nmax}, Label{"phase", "max"})
-	api, ok2 := s.find("events/CPU-s", Label{"variant", "kube-apiserver"}, Label{"watchers", nmax}, Label{"phase", "max"})
-	if ok1 && ok2 {
-		r := inf / api
-		s.Goals = append(s.Goals, Goal{Name: "events per CPU-second, informerd / kube-apiserver (" + nmax + " watchers, max churn)", Target: "≥ 3×",
-			Measured: r, Met: r >= 3, Detail: fmt.Sprintf("%.1f× (%.0f vs %.0f)", r, inf, api)})
+	// Both phases: kube-apiserver's serving CPU is a difference of two
+	// totals, and which phase conditions it better varies.
+	for _, ph := range phases {
+		inf, ok1 := s.find("events/CPU-s", Label{"variant", "informerd"}, Label{"watchers", nmax}, Label{"phase", ph.name})
+		api, ok2 := s.find("events/CPU-s", Label{"variant", "kube-apiserver"}, Label{"watchers", nmax}, Label{"phase", ph.name})
+		if ok1 && ok2 {
+			r := inf / api
+			s.Goals = append(s.Goals, Goal{Name: "events per CPU-second, informerd / kube-apiserver (" + nmax + " watchers, " + ph.name + " churn)", Target: "≥ 3×",
+				Measured: r, Met: r >= 3, Detail: fmt.Sprintf("%.1f× (%.0f vs %.0f)", r, inf, api)})
+		}
 	}
 	infC, ok1 := s.find("server CPU-s per 1k delivered", Label{"variant", "informerd"}, Label{"watchers", nmax}, Label{"phase", "max"})
 	flC, ok2 := s.find("server CPU-s per 1k delivered", Label{"variant", "floor"}, Label{"watchers", nmax}, Label{"phase", "max"})
@@ -187,7 +197,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 	}
 	s.Notes = append(s.Notes,
 		fmt.Sprintf("%d pods over %d nodes; watcher i watches node i mod %d; each phase writes for %v (merge patches of one annotation on random pods; `max` = 16 writers as fast as kube-apiserver acknowledges).", b.pods, b.nodes, b.nodes, b.phaseTime),
-		"server CPU: informerd's process for informerd; for kube-apiserver, its CPU minus the CPU per write it used in the informerd run of the same phase (writes plus informerd's one watch), i.e. its cost of serving the N watches; the floor's process for the floor, which pushes pre-encoded bytes at the write rate informerd saw. Measured over the phase and until deliveries stop.",
+		"server CPU: informerd's process for informerd; for kube-apiserver, its CPU minus the CPU per write it used in the informerd run of the same phase (writes plus informerd's one watch), i.e. its cost of serving the N watches, with its `max` phase writing at the rate informerd's achieved so that the same writes are subtracted (a difference of two CPU totals, so its spread is wide); the floor's process for the floor, which pushes pre-encoded bytes at the write rate informerd saw. Measured over the phase and until deliveries stop.",
 		"delay: from the write's acknowledgement to each watcher's receipt (an event that arrives before the acknowledgement counts as 0); for the floor, from generation.",
 		"All processes (etcd, kube-apiserver, informerd, the clients) share the machine's cores, so absolute rates are bounded by it; compare within a row group.")
 	return s, nil
