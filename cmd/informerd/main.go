@@ -53,6 +53,8 @@ type options struct {
 	shutdownTimeout time.Duration
 	validateConfig  string
 	profiling       bool
+	// apiCompression asks the API server for gzip-compressed responses.
+	apiCompression bool
 
 	// Transport.
 	tls            transport.TLSFiles
@@ -89,6 +91,7 @@ func main() {
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long graceful shutdown may take before streams are cut")
 	flag.StringVar(&o.validateConfig, "validate-config", "", "check this config file and exit: syntax, and with a reachable cluster (--kubeconfig, $KUBECONFIG or in-cluster) that each resource exists and may be listed and watched; exit status 1 on any problem")
 
+	flag.BoolVar(&o.apiCompression, "api-server-compression", false, "ask the API server to gzip its responses: less traffic on a slow link to it, more CPU on both sides (it compresses each watch event on its own)")
 	flag.BoolVar(&o.profiling, "enable-profiling", false, "serve Go's pprof profiles at /debug/pprof/ on --metrics-address")
 	flag.StringVar(&o.tls.CertFile, "tls-cert-file", "", "serve gRPC over TLS with this PEM certificate (chain); reloaded when the file changes")
 	flag.StringVar(&o.tls.KeyFile, "tls-key-file", "", "the PEM private key of --tls-cert-file")
@@ -186,6 +189,12 @@ func run1(ctx context.Context, o options, log *slog.Logger) error {
 		return fmt.Errorf("load kubeconfig: %w (set --kubeconfig or $KUBECONFIG, or run in a pod)", err)
 	}
 	restConfig.UserAgent = "informerd"
+	// Go's transport asks for gzip unless told not to. kube-apiserver then
+	// compresses large lists and whole watch-list streams, each event on
+	// its own flush, and informerd spends more CPU decompressing a watch
+	// than framing it. Next to the API server (in the cluster) bandwidth is
+	// cheap and CPU is not.
+	restConfig.DisableCompression = !o.apiCompression
 	dc, err := discovery.NewDiscoveryClientForConfig(restConfig)
 	if err != nil {
 		return fmt.Errorf("discovery client: %w", err)

@@ -54,11 +54,14 @@ func (m *Metrics) ObserveIngest(resource string, d time.Duration) {
 	}
 }
 
-// ObserveDelivery records one change's delay from the cache to a stream.
-func (m *Metrics) ObserveDelivery(resource string, d time.Duration) {
-	if m != nil {
-		m.delivery.WithLabelValues(resource).Observe(d.Seconds())
+// DeliveryObserver returns what records one change's delay from the cache
+// to a stream of resource, with the label looked up once.
+func (m *Metrics) DeliveryObserver(resource string) func(time.Duration) {
+	if m == nil {
+		return func(time.Duration) {}
 	}
+	h := m.delivery.WithLabelValues(resource)
+	return func(d time.Duration) { h.Observe(d.Seconds()) }
 }
 
 // StreamEnded counts a Watch stream ended for reason.

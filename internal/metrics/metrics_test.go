@@ -141,3 +141,21 @@ func TestMetricsFollowTheCache(t *testing.T) {
 		}
 	}
 }
+
+// TestDeliveryObserver: a stream's observer records into its resource's
+// series of the delivery histogram, and a nil Metrics records nothing.
+func TestDeliveryObserver(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	pods, nodes := m.DeliveryObserver("pods"), m.DeliveryObserver("nodes")
+	pods(5 * time.Millisecond)
+	pods(2 * time.Second)
+	nodes(time.Millisecond)
+	for resource, want := range map[string]float64{"pods": 2, "nodes": 1} {
+		if got, ok := value(t, reg, "informerd_watch_delivery_delay_seconds", resource); !ok || got != want {
+			t.Errorf("informerd_watch_delivery_delay_seconds{resource=%q} holds %v samples (present: %t), want %v", resource, got, ok, want)
+		}
+	}
+	var none *metrics.Metrics
+	none.DeliveryObserver("pods")(time.Second) // must not panic
+}

@@ -55,9 +55,10 @@ type Options struct {
 
 // Observer receives the fan-out's measurements (the metrics package).
 type Observer interface {
-	// ObserveDelivery: how long a change took from its entry in the cache
-	// to being handed to a stream.
-	ObserveDelivery(resource string, d time.Duration)
+	// DeliveryObserver returns what records how long a change of resource
+	// took from its entry in the cache to being handed to a stream. A stream
+	// asks once, so the per-event call does no label lookup.
+	DeliveryObserver(resource string) func(time.Duration)
 	// StreamEnded: a Watch stream ended, for a bounded reason.
 	StreamEnded(resource, reason string)
 	// LimitHit: a call was refused by the named limit.
@@ -66,9 +67,9 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) ObserveDelivery(string, time.Duration) {}
-func (nopObserver) StreamEnded(string, string)            {}
-func (nopObserver) LimitHit(string)                       {}
+func (nopObserver) DeliveryObserver(string) func(time.Duration) { return func(time.Duration) {} }
+func (nopObserver) StreamEnded(string, string)                  {}
+func (nopObserver) LimitHit(string)                             {}
 
 // errShutdown ends every watch when the server stops.
 var errShutdown = errors.New("server: shutting down")

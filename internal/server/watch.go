@@ -92,7 +92,8 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 	if err := stream.SendHeader(metadata.MD{}); err != nil {
 		return err
 	}
-	send := func(items []fanout.Item) error { return s.send(wctx, stream, resource, items) }
+	observe := s.opts.Observer.DeliveryObserver(resource)
+	send := func(items []fanout.Item) error { return s.send(wctx, stream, observe, items) }
 	if err := send(initial); err != nil {
 		return err
 	}
@@ -164,7 +165,7 @@ func (iw *idleWait) stop() {
 // cause is then its status), even in the middle of a long initial list. A
 // client gone is found by stream.SendMsg. Each object's JSON is shared by
 // every stream it goes to; only a few bytes are encoded per stream.
-func (s *Server) send(ctx context.Context, stream pb.CacheService_WatchServer, resource string, items []fanout.Item) error {
+func (s *Server) send(ctx context.Context, stream pb.CacheService_WatchServer, observe func(time.Duration), items []fanout.Item) error {
 	for _, it := range items {
 		if _, revoked := status.FromError(context.Cause(ctx)); revoked && ctx.Err() != nil {
 			return context.Cause(ctx)
@@ -173,7 +174,7 @@ func (s *Server) send(ctx context.Context, stream pb.CacheService_WatchServer, r
 			return err
 		}
 		if !it.Applied.IsZero() {
-			s.opts.Observer.ObserveDelivery(resource, time.Since(it.Applied))
+			observe(time.Since(it.Applied))
 		}
 	}
 	return nil

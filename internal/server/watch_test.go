@@ -310,10 +310,12 @@ type observed struct {
 	ended      map[string]int
 }
 
-func (o *observer) ObserveDelivery(string, time.Duration) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.deliveries++
+func (o *observer) DeliveryObserver(string) func(time.Duration) {
+	return func(time.Duration) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.deliveries++
+	}
 }
 
 func (o *observer) StreamEnded(resource, reason string) {
