@@ -86,3 +86,41 @@ func (d *daemon) liveHeap(ctx context.Context) (float64, error) {
 	}
 	return s.sum("go_gc_heap_live_bytes", nil), nil
 }
+
+// relists returns informerd's informerd_upstream_relists_total for pods.
+func (d *daemon) relists() (float64, error) {
+	resp, err := http.Get(d.metricsURL)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	m, err := parseMetrics(string(body))
+	if err != nil {
+		return 0, err
+	}
+	return m.sum("informerd_upstream_relists_total", map[string]string{"resource": "pods"}), nil
+}
+
+// relisted reports, each time it is called, whether every one of ds has
+// relisted pods since relisted was made.
+func relisted(ds ...*daemon) (func() bool, error) {
+	before := make([]float64, len(ds))
+	for i, d := range ds {
+		var err error
+		if before[i], err = d.relists(); err != nil {
+			return nil, err
+		}
+	}
+	return func() bool {
+		for i, d := range ds {
+			if n, err := d.relists(); err != nil || n <= before[i] {
+				return false
+			}
+		}
+		return true
+	}, nil
+}

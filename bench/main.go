@@ -40,18 +40,21 @@ type bench struct {
 	lists        int
 	relistPods   int // pods in the relist scenario's namespace
 	relistN      int // watchers or informers in the relist scenario
+	// relistSettle: how long after kube-apiserver's restart the relist
+	// scenario waits for clients to recover before it reads the counters.
+	relistSettle time.Duration
 	ns           string
 	dir          string
 	informerdBin string
-	profileDir   string // where to write informerd's CPU profile of the largest fan-out
+	profileDir   string // where to write CPU profiles of the largest fan-out
 	cluster      *cluster
 	informerd    *daemon
 }
 
 var modes = map[string]bench{
-	"smoke": {runs: 1, pods: 300, nodes: 10, watchers: []int{10}, phaseTime: 2 * time.Second, memorySizes: []int{300}, sidecars: []int{2}, lists: 20, relistPods: 50, relistN: 10},
-	"short": {runs: 3, pods: 2000, nodes: 100, watchers: []int{100, 1000}, phaseTime: 5 * time.Second, memorySizes: []int{2000}, sidecars: []int{10, 50}, lists: 200, relistPods: 200, relistN: 200},
-	"full":  {runs: 3, pods: 10000, nodes: 100, watchers: []int{10, 100, 1000}, phaseTime: 15 * time.Second, memorySizes: []int{10000, 50000}, sidecars: []int{10, 50}, lists: 1000, relistPods: 500, relistN: 1000},
+	"smoke": {runs: 1, pods: 300, nodes: 10, watchers: []int{10}, phaseTime: 2 * time.Second, memorySizes: []int{300}, sidecars: []int{2}, lists: 20, relistPods: 50, relistN: 10, relistSettle: 10 * time.Second},
+	"short": {runs: 3, pods: 2000, nodes: 100, watchers: []int{1000}, phaseTime: 5 * time.Second, memorySizes: []int{2000}, sidecars: []int{10, 50}, lists: 200, relistPods: 200, relistN: 200, relistSettle: 10 * time.Second},
+	"full":  {runs: 3, pods: 10000, nodes: 100, watchers: []int{10, 100, 1000}, phaseTime: 15 * time.Second, memorySizes: []int{10000, 50000}, sidecars: []int{10, 50}, lists: 1000, relistPods: 500, relistN: 1000, relistSettle: 30 * time.Second},
 }
 
 func logf(format string, args ...any) {
@@ -62,8 +65,9 @@ func main() {
 	mode := flag.String("mode", "short", "smoke, short or full")
 	out := flag.String("out", "", "folder for results.json, results.md and plots (default docs/benchmarks/<mode>, or a temporary folder for smoke)")
 	runs := flag.Int("runs", 0, "repetitions of each measurement (default: 1 for smoke, 3 otherwise)")
-	profile := flag.String("profile", "", "folder for a CPU profile of informerd (and the floor) during the largest fan-out's max phase")
+	profile := flag.String("profile", "", "folder for CPU profiles of informerd and kube-apiserver during the largest fan-out's max phase")
 	watchers := flag.String("watchers", "", "comma-separated watcher counts for the fan-out and slow scenarios, overriding the mode's")
+	phaseTime := flag.Duration("phase", 0, "how long each fan-out and slow-consumer phase writes (default: the mode's)")
 	only := flag.String("scenarios", "fanout,memory,sidecars,list,slow,relist", "comma-separated scenarios to run")
 	flag.Parse()
 	b, ok := modes[*mode]
@@ -76,6 +80,13 @@ func main() {
 		b.runs = *runs
 	}
 	b.profileDir = *profile
+	if *phaseTime < 0 {
+		fmt.Fprintf(os.Stderr, "bench: -phase %v: want a positive duration\n", *phaseTime)
+		os.Exit(2)
+	}
+	if *phaseTime > 0 {
+		b.phaseTime = *phaseTime
+	}
 	if *watchers != "" {
 		b.watchers = nil
 		for _, w := range strings.Split(*watchers, ",") {
