@@ -30,16 +30,16 @@ import (
 
 // bench holds a run's settings and the parts every scenario uses.
 type bench struct {
-	mode         string
-	runs         int
-	pods, nodes  int
-	watchers     []int
-	phaseTime    time.Duration
-	memorySizes  []int
-	sidecars     []int
-	lists        int
-	relistPods   int // pods in the relist scenario's namespace
-	relistN      int // watchers or informers in the relist scenario
+	mode        string
+	runs        int
+	pods, nodes int
+	watchers    []int
+	phaseTime   time.Duration
+	memorySizes []int
+	sidecars    []int
+	lists       int
+	relistPods  int // pods in the relist scenario's namespace
+	relistN     int // watchers or informers in the relist scenario
 	// relistSettle: how long after kube-apiserver's restart the relist
 	// scenario waits for clients to recover before it reads the counters.
 	relistSettle time.Duration
