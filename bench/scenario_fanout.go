@@ -273,7 +273,8 @@ func (b *bench) cpuProfile(n int, ph phase, name string, fetch func(seconds int)
 		}
 		if b.profileDir != "" && n == b.watchers[len(b.watchers)-1] && ph.rate == 0 {
 			path := filepath.Join(b.profileDir, fmt.Sprintf("%s-%dwatchers.pprof", name, n))
-			if err := os.MkdirAll(b.profileDir, 0o755); err == nil {
+			err := os.MkdirAll(b.profileDir, 0o755)
+			if err == nil {
 				err = os.WriteFile(path, data, 0o644)
 			}
 			if err != nil {
