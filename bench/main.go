@@ -162,6 +162,13 @@ func run(b *bench, out string, only []string) error {
 		start := time.Now()
 		s, err := sc.run(ctx, b)
 		if err != nil {
+			// Keep what the scenarios before it measured.
+			if len(report.Results) > 0 {
+				report.Finished = time.Now()
+				if werr := report.write(out); werr == nil {
+					logf("wrote the scenarios before %s to %s", sc.name, out)
+				}
+			}
 			return fmt.Errorf("scenario %s: %w", sc.name, err)
 		}
 		logf("scenario %s done in %v", sc.name, time.Since(start).Round(time.Second))

@@ -42,12 +42,7 @@ func relist(ctx context.Context, b *bench) (Scenario, error) {
 		if err != nil {
 			return s, err
 		}
-		recovered, err := relisted(b.informerd, d)
-		if err != nil {
-			w.close()
-			return s, err
-		}
-		reqs, bytes, cpu, err := restartAPIServer(ctx, b, recovered)
+		reqs, bytes, cpu, err := restartAPIServer(ctx, b)
 		if err != nil {
 			w.close()
 			return s, err
@@ -66,23 +61,14 @@ func relist(ctx context.Context, b *bench) (Scenario, error) {
 		if err != nil {
 			return s, err
 		}
-		mainRelisted, err := relisted(b.informerd)
+		reqs, bytes, cpu, err = restartAPIServer(ctx, b)
 		if err != nil {
 			k.stop()
 			return s, err
 		}
-		notified := 0
-		// Each informer's relist notifies an update per pod.
-		recovered = func() bool {
-			fmt.Fprintln(k.stdin, "count")
-			notified, _ = strconv.Atoi(strings.TrimSpace(<-k.lines))
-			return notified >= n*b.relistPods && mainRelisted()
-		}
-		reqs, bytes, cpu, err = restartAPIServer(ctx, b, recovered)
+		fmt.Fprintln(k.stdin, "count")
+		notified, _ := strconv.Atoi(strings.TrimSpace(<-k.lines))
 		k.stop()
-		if err != nil {
-			return s, err
-		}
 		labels = []Label{{"clients", strconv.Itoa(n) + " client-go informers"}}
 		t.add(labels, "pod requests at kube-apiserver", reqs)
 		t.add(labels, "pod response MiB", bytes/(1<<20))
@@ -93,7 +79,7 @@ func relist(ctx context.Context, b *bench) (Scenario, error) {
 	s.Rows = t.rows()
 	s.Notes = append(s.Notes,
 		fmt.Sprintf("%d pods in a namespace of their own; before each restart, configmap writes move etcd's revision past the clients' resourceVersion, so the restarted kube-apiserver's watch cache answers their watches with 410 and each upstream watch relists.", b.relistPods),
-		fmt.Sprintf("Requests and bytes: kube-apiserver's apiserver_request_total plus apiserver_longrunning_requests (a request is counted in the total when it ends, and a relist stays open as the new watch), and apiserver_response_sizes plus apiserver_watch_events_sizes (relists are streaming lists), for pods, counted from its restart (its counters start at zero) until the clients have recovered (every informerd relisted, or every informer notified of every pod) and at least %v has passed.", b.relistSettle),
+		fmt.Sprintf("Requests and bytes: kube-apiserver's apiserver_request_total plus apiserver_longrunning_requests (a request is counted in the total when it ends, and a relist stays open as the new watch), and apiserver_response_sizes plus apiserver_watch_events_sizes (relists are streaming lists), for pods, counted from its restart (its counters start at zero) until the clients have recovered (as many pod watches open at kube-apiserver as before the restart, polled every 2s; then 3s more) and at least %v has passed.", b.relistSettle),
 		"informerd's requests are those of two informerds: this scenario's and the harness's main one, which watches the other namespace's pods and relists too.",
 		"Events: what the clients' streams (or the informers' event handlers, which client-go calls with an update for every object a relist returns) received in that time; nothing changed, so the right answer is 0.")
 	return s, nil
@@ -101,16 +87,26 @@ func relist(ctx context.Context, b *bench) (Scenario, error) {
 
 // restartAPIServer advances etcd's revision, restarts kube-apiserver,
 // waits until the clients have recovered and at least b.relistSettle has
-// passed (client-go's backoff after the outage can delay a relist for many
-// seconds, so no fixed wait fits every run), and returns the pod requests and
-// response bytes the new kube-apiserver served, and its CPU.
-func restartAPIServer(ctx context.Context, b *bench, recovered func() bool) (requests, bytes, cpu float64, err error) {
+// passed, and returns the pod requests and response bytes the new
+// kube-apiserver served, and its CPU. Recovered: as many pod watches are
+// open at kube-apiserver as before the restart. client-go's backoff after
+// the outage can delay a client's return by up to a minute, so no fixed
+// wait fits every run; and a client whose last bookmark was recent
+// resumes without a relist, so relists are no sign of recovery.
+func restartAPIServer(ctx context.Context, b *bench) (requests, bytes, cpu float64, err error) {
 	for i := range 20 {
 		name := fmt.Sprintf("relist-%d-%d", time.Now().UnixNano(), i)
 		if _, err := b.cluster.kube.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 			return 0, 0, 0, err
 		}
 	}
+	before, err := b.cluster.apiMetrics(ctx)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	pods := map[string]string{"resource": "pods"}
+	podWatches := map[string]string{"resource": "pods", "verb": "WATCH"}
+	want := before.sum("apiserver_longrunning_requests", podWatches)
 	began := time.Now()
 	if err := b.cluster.env.RestartAPIServer(); err != nil {
 		return 0, 0, 0, err
@@ -120,19 +116,29 @@ func restartAPIServer(ctx context.Context, b *bench, recovered func() bool) (req
 		return 0, 0, 0, err
 	}
 	m := meterCPU(b.cluster.apiPID)
-	const limit = 2 * time.Minute
-	for start := time.Now(); time.Since(start) < b.relistSettle || !recovered(); time.Sleep(time.Second) {
-		if time.Since(start) > limit {
-			return 0, 0, 0, fmt.Errorf("the clients had not recovered %v after kube-apiserver's restart", limit)
+	time.Sleep(b.relistSettle)
+	const limit = 3 * time.Minute
+	var metrics samples
+	for {
+		if metrics, err = b.cluster.apiMetrics(ctx); err != nil {
+			return 0, 0, 0, err
 		}
+		open := metrics.sum("apiserver_longrunning_requests", podWatches)
+		if open >= want {
+			break
+		}
+		if _, took := m.stop(); took > limit {
+			return 0, 0, 0, fmt.Errorf("the clients had not recovered %v after kube-apiserver's restart: %.0f of %.0f pod watches open again", limit, open, want)
+		}
+		time.Sleep(2 * time.Second)
 	}
+	// The relists' initial events may still be streaming.
+	time.Sleep(3 * time.Second)
 	c, took := m.stop()
 	logf("clients recovered %v after kube-apiserver's restart", took.Round(time.Second))
-	metrics, err := b.cluster.apiMetrics(ctx)
-	if err != nil {
+	if metrics, err = b.cluster.apiMetrics(ctx); err != nil {
 		return 0, 0, 0, err
 	}
-	pods := map[string]string{"resource": "pods"}
 	// A relist is a streaming list (a watch with initial events) for
 	// client-go and informerd alike: its bytes are watch event bytes.
 	bytes = metrics.sum("apiserver_response_sizes_sum", pods) + metrics.sum("apiserver_watch_events_sizes_sum", pods)
