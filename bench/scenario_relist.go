@@ -118,17 +118,30 @@ func restartAPIServer(ctx context.Context, b *bench) (requests, bytes, cpu float
 	m := meterCPU(b.cluster.apiPID)
 	time.Sleep(b.relistSettle)
 	const limit = 3 * time.Minute
-	var metrics samples
+	// A kube-apiserver serving 1,000 relists at once can fail a scrape
+	// (make bench once saw a TLS handshake time out): a failed scrape is
+	// retried until the limit, and the last error is reported with it.
+	var (
+		metrics samples
+		open    float64
+		scrape  error
+	)
 	for {
-		if metrics, err = b.cluster.apiMetrics(ctx); err != nil {
-			return 0, 0, 0, err
-		}
-		open := metrics.sum("apiserver_longrunning_requests", podWatches)
-		if open >= want {
-			break
+		if metrics, scrape = b.cluster.apiMetrics(ctx); scrape == nil {
+			if open = metrics.sum("apiserver_longrunning_requests", podWatches); open >= want {
+				break
+			}
+		} else {
+			logf("scraping kube-apiserver's metrics during recovery: %v (retrying)", scrape)
 		}
 		if _, took := m.stop(); took > limit {
+			if scrape != nil {
+				return 0, 0, 0, fmt.Errorf("the clients had not recovered %v after kube-apiserver's restart: its metrics could not be scraped: %w", limit, scrape)
+			}
 			return 0, 0, 0, fmt.Errorf("the clients had not recovered %v after kube-apiserver's restart: %.0f of %.0f pod watches open again", limit, open, want)
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, 0, 0, err
 		}
 		time.Sleep(2 * time.Second)
 	}
@@ -136,8 +149,15 @@ func restartAPIServer(ctx context.Context, b *bench) (requests, bytes, cpu float
 	time.Sleep(3 * time.Second)
 	c, took := m.stop()
 	logf("clients recovered %v after kube-apiserver's restart", took.Round(time.Second))
-	if metrics, err = b.cluster.apiMetrics(ctx); err != nil {
-		return 0, 0, 0, err
+	for attempt := 1; ; attempt++ {
+		if metrics, scrape = b.cluster.apiMetrics(ctx); scrape == nil {
+			break
+		}
+		if attempt == 5 {
+			return 0, 0, 0, fmt.Errorf("scraping kube-apiserver's metrics after the clients recovered, %d attempts: %w", attempt, scrape)
+		}
+		logf("scraping kube-apiserver's metrics after recovery: %v (retrying)", scrape)
+		time.Sleep(2 * time.Second)
 	}
 	// A relist is a streaming list (a watch with initial events) for
 	// client-go and informerd alike: its bytes are watch event bytes.
