@@ -260,8 +260,8 @@ func addProfiled(t *table, labels []Label, share, cpu, delivered float64) {
 // cpuProfile takes a CPU profile of one server over the phase's writes;
 // fetch asks the server for a profile of so many seconds. The returned func
 // waits for it and returns its share of samples in serving code (NaN when
-// there is no profile). With -profile, the largest fan-out's max phase is
-// also written to the profile folder.
+// there is no profile). With -profile, the largest fan-out's phases are
+// also written to the profile folder, one file per server and phase.
 func (b *bench) cpuProfile(n int, ph phase, name string, fetch func(seconds int) (io.ReadCloser, error), serving []string) func() float64 {
 	share := make(chan float64, 1)
 	go func() {
@@ -271,8 +271,9 @@ func (b *bench) cpuProfile(n int, ph phase, name string, fetch func(seconds int)
 			share <- math.NaN()
 			return
 		}
-		if b.profileDir != "" && n == b.watchers[len(b.watchers)-1] && ph.rate == 0 {
-			path := filepath.Join(b.profileDir, fmt.Sprintf("%s-%dwatchers.pprof", name, n))
+		if b.profileDir != "" && n == b.watchers[len(b.watchers)-1] {
+			phase := strings.ReplaceAll(ph.name, "/", "per") // "100/s" is "100pers"
+			path := filepath.Join(b.profileDir, fmt.Sprintf("%s-%dwatchers-%s.pprof", name, n, phase))
 			err := os.MkdirAll(b.profileDir, 0o755)
 			if err == nil {
 				err = os.WriteFile(path, data, 0o644)
