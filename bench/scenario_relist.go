@@ -117,39 +117,16 @@ func restartAPIServer(ctx context.Context, b *bench) (requests, bytes, cpu float
 	}
 	m := meterCPU(b.cluster.apiPID)
 	time.Sleep(b.relistSettle)
-	const limit = 3 * time.Minute
-	// A kube-apiserver serving 1,000 relists at once can fail a scrape
-	// (make bench once saw a TLS handshake time out): a failed scrape is
-	// retried until the limit, and the last error is reported with it.
-	var (
-		metrics samples
-		open    float64
-		scrape  error
-	)
-	for {
-		if metrics, scrape = b.cluster.apiMetrics(ctx); scrape == nil {
-			if open = metrics.sum("apiserver_longrunning_requests", podWatches); open >= want {
-				break
-			}
-		} else {
-			logf("scraping kube-apiserver's metrics during recovery: %v (retrying)", scrape)
-		}
-		if _, took := m.stop(); took > limit {
-			if scrape != nil {
-				return 0, 0, 0, fmt.Errorf("the clients had not recovered %v after kube-apiserver's restart: its metrics could not be scraped: %w", limit, scrape)
-			}
-			return 0, 0, 0, fmt.Errorf("the clients had not recovered %v after kube-apiserver's restart: %.0f of %.0f pod watches open again", limit, open, want)
-		}
-		if err := ctx.Err(); err != nil {
-			return 0, 0, 0, err
-		}
-		time.Sleep(2 * time.Second)
+	if err := waitRecovered(ctx, b.cluster.apiMetrics, podWatches, want, m.began, 3*time.Minute, 2*time.Second); err != nil {
+		return 0, 0, 0, err
 	}
 	// The relists' initial events may still be streaming.
 	time.Sleep(3 * time.Second)
 	c, took := m.stop()
 	logf("clients recovered %v after kube-apiserver's restart", took.Round(time.Second))
+	var metrics samples
 	for attempt := 1; ; attempt++ {
+		var scrape error
 		if metrics, scrape = b.cluster.apiMetrics(ctx); scrape == nil {
 			break
 		}
@@ -167,4 +144,34 @@ func restartAPIServer(ctx context.Context, b *bench) (requests, bytes, cpu float
 	// open ones are added from its gauge of long-running requests.
 	requests = metrics.sum("apiserver_request_total", pods) + metrics.sum("apiserver_longrunning_requests", pods)
 	return requests, bytes, c[0], nil
+}
+
+// waitRecovered scrapes every `every` until the series matching watches sum
+// to at least want, and fails when limit has passed since began. A
+// kube-apiserver serving 1,000 relists at once can fail a scrape (make
+// bench saw TLS handshakes time out for half a minute): a failed scrape is
+// logged and retried, and the last failure is reported if the limit passes.
+func waitRecovered(ctx context.Context, scrape func(context.Context) (samples, error), watches map[string]string, want float64, began time.Time, limit, every time.Duration) error {
+	for {
+		metrics, err := scrape(ctx)
+		open := 0.0
+		if err == nil {
+			if open = metrics.sum("apiserver_longrunning_requests", watches); open >= want {
+				return nil
+			}
+		} else {
+			logf("scraping kube-apiserver's metrics during recovery: %v (retrying)", err)
+		}
+		if time.Since(began) > limit {
+			if err != nil {
+				return fmt.Errorf("the clients had not recovered %v after kube-apiserver's restart: its metrics could not be scraped: %w", limit, err)
+			}
+			return fmt.Errorf("the clients had not recovered %v after kube-apiserver's restart: %.0f of %.0f pod watches open again", limit, open, want)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(every):
+		}
+	}
 }
