@@ -65,7 +65,7 @@ func main() {
 	mode := flag.String("mode", "short", "smoke, short or full")
 	out := flag.String("out", "", "folder for results.json, results.md and plots (default docs/benchmarks/<mode>, or a temporary folder for smoke)")
 	runs := flag.Int("runs", 0, "repetitions of each measurement (default: 1 for smoke, 3 otherwise)")
-	profile := flag.String("profile", "", "folder for CPU profiles of informerd and kube-apiserver during each phase of the largest fan-out (<server>-<N>watchers-<phase>.pprof)")
+	profile := flag.String("profile", "", "folder for CPU profiles of informerd and kube-apiserver during each phase of the largest fan-out (<server>-<N>watchers-<phase>.pprof, and -allocs.pprof for allocations)")
 	watchers := flag.String("watchers", "", "comma-separated watcher counts for the fan-out and slow scenarios, overriding the mode's")
 	phaseTime := flag.Duration("phase", 0, "how long each fan-out and slow-consumer phase writes (default: the mode's)")
 	only := flag.String("scenarios", "fanout,memory,sidecars,list,slow,relist", "comma-separated scenarios to run")

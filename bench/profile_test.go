@@ -8,14 +8,20 @@ import (
 	"github.com/google/pprof/profile"
 )
 
-// cpuProfileOf builds a CPU profile whose samples have the given stacks
-// (innermost function first) and CPU nanoseconds.
-func cpuProfileOf(t *testing.T, samples map[int64][]string) []byte {
+// profileOf builds a profile whose samples have the given stacks
+// (innermost function first) and values of sampleType: a CPU profile's
+// ("cpu", nanoseconds) or an allocation profile's ("alloc_space", bytes).
+func profileOf(t *testing.T, sampleType string, samples map[int64][]string) []byte {
 	t.Helper()
 	p := &profile.Profile{
 		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
 		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
 		Period:     10_000_000,
+	}
+	if sampleType == "alloc_space" {
+		p.SampleType = []*profile.ValueType{{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"}}
+		p.PeriodType = &profile.ValueType{Type: "space", Unit: "bytes"}
+		p.Period = 512 << 10
 	}
 	funcs := map[string]*profile.Function{}
 	for ns, stack := range samples {
@@ -40,8 +46,8 @@ func cpuProfileOf(t *testing.T, samples map[int64][]string) []byte {
 	return b.Bytes()
 }
 
-func TestServingShare(t *testing.T) {
-	data := cpuProfileOf(t, map[int64][]string{
+func TestProfileShare(t *testing.T) {
+	cpu := profileOf(t, "cpu", map[int64][]string{
 		// Serving: a frame deep in the stack matches.
 		30: {"syscall.write", "google.golang.org/grpc/internal/transport.(*loopyWriter).run"},
 		10: {"github.com/informerd/informerd/internal/server.(*Server).Watch", "google.golang.org/grpc.(*Server).handleStream"},
@@ -49,18 +55,48 @@ func TestServingShare(t *testing.T) {
 		40: {"github.com/buger/jsonparser.blockEndConfig", "github.com/informerd/informerd/internal/reflector.(*Reflector).Run"},
 		20: {"runtime.gcDrain", "runtime.gcBgMarkWorker"},
 	})
-	got, err := servingShare(data, informerdServing)
-	if err != nil {
-		t.Fatal(err)
+	allocs := profileOf(t, "alloc_space", map[int64][]string{
+		1 << 20: {"runtime.mallocgc", "github.com/informerd/informerd/internal/fanout.(*Watcher).deliver"},
+		3 << 20: {"runtime.mallocgc", "github.com/informerd/informerd/internal/reflector.(*Reflector).Run"},
+	})
+	for _, tt := range []struct {
+		name       string
+		data       []byte
+		sampleType string
+		prefixes   []string
+		want       float64
+	}{
+		{"serving CPU", cpu, "cpu", informerdServing, 0.4},
+		{"the collector's CPU", cpu, "cpu", gcWorkers, 0.2},
+		{"serving allocations", allocs, "alloc_space", informerdServing, 0.25},
+	} {
+		got, err := profileShare(tt.data, tt.sampleType, tt.prefixes)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("%s: share = %v, want %v", tt.name, got, tt.want)
+		}
 	}
-	if want := 0.4; math.Abs(got-want) > 1e-9 {
-		t.Errorf("serving share = %v, want %v", got, want)
+	if _, err := profileShare([]byte("not a profile"), "cpu", informerdServing); err == nil {
+		t.Error("profileShare of garbage: no error")
 	}
-	if _, err := servingShare([]byte("not a profile"), informerdServing); err == nil {
-		t.Error("servingShare of garbage: no error")
+	if _, err := profileShare(profileOf(t, "cpu", nil), "cpu", informerdServing); err == nil {
+		t.Error("profileShare of a profile without samples: no error")
 	}
-	empty := cpuProfileOf(t, map[int64][]string{})
-	if _, err := servingShare(empty, informerdServing); err == nil {
-		t.Error("servingShare of a profile without samples: no error")
+	if _, err := profileShare(allocs, "cpu", informerdServing); err == nil {
+		t.Error("profileShare of an allocation profile for cpu: no error")
+	}
+}
+
+func TestServingWithGC(t *testing.T) {
+	// 40% serving, 20% the collector, a quarter of the bytes allocated
+	// serving: the collector's work for them, 5%, is serving too.
+	p := profiled{serving: 0.4, gc: 0.2, servingAllocs: 0.25}
+	if got, want := p.servingWithGC(), 0.45; math.Abs(got-want) > 1e-9 {
+		t.Errorf("servingWithGC = %v, want %v", got, want)
+	}
+	if got := (profiled{serving: 0.4, gc: 0.2, servingAllocs: math.NaN()}).servingWithGC(); !math.IsNaN(got) {
+		t.Errorf("servingWithGC without an allocation profile = %v, want NaN", got)
 	}
 }

@@ -77,7 +77,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 			}
 			for _, ph := range phases {
 				w.take()
-				profiled := b.cpuProfile(n, ph, "informerd", pprofHTTP(b.informerd.metricsURL), informerdServing)
+				profiles := b.profilePhase(n, ph, "informerd", pprofHTTP(b.informerd.metricsURL), informerdServing)
 				m := meterCPU(b.informerd.pid, b.cluster.apiPID)
 				acks, err := churn(ctx, b.cluster, b.ns, b.pods, b.nodes, ph.rate, b.phaseTime)
 				if err != nil {
@@ -86,7 +86,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 				}
 				quiesce(w)
 				cpu, _ := m.stop()
-				share := profiled()
+				prof := profiles()
 				got := w.take()
 				if err := foreign("informerd", got, acks); err != nil {
 					w.close()
@@ -104,7 +104,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 				serving := max(0.001, cpu[0]-float64(len(acks))*ingest[ph.name])
 				t.add(labels, "serving CPU-s per 1k delivered", 1000*serving/max(1, delivered))
 				t.add(labels, "events/serving-CPU-s", delivered/serving)
-				addProfiled(t, labels, share, cpu[0], delivered)
+				addProfiled(t, labels, prof, cpu[0], delivered)
 				t.add(labels, "kube-apiserver CPU-s per 1k delivered", 1000*cpu[1]/max(1, delivered))
 				t.add(labels, "p50 ms", p50)
 				t.add(labels, "p99 ms", p99)
@@ -119,7 +119,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 			}
 			for _, ph := range phases {
 				w.take()
-				profiled := b.cpuProfile(n, ph, "kube-apiserver", pprofAPIServer(ctx, b.cluster), apiServerServing)
+				profiles := b.profilePhase(n, ph, "kube-apiserver", pprofAPIServer(ctx, b.cluster), apiServerServing)
 				m := meterCPU(b.cluster.apiPID)
 				// At the rate informerd's run of the phase achieved: the same
 				// writes, whose cost is subtracted, with the watchers on top.
@@ -134,7 +134,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 				}
 				quiesce(w)
 				cpu, _ := m.stop()
-				share := profiled()
+				prof := profiles()
 				got := w.take()
 				if err := foreign("kube-apiserver", got, acks); err != nil {
 					w.close()
@@ -150,7 +150,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 				t.add(labels, "events/CPU-s", delivered/max(0.01, cpu[0]))
 				t.add(labels, "serving CPU-s per 1k delivered", 1000*serving/max(1, delivered))
 				t.add(labels, "events/serving-CPU-s", delivered/serving)
-				addProfiled(t, labels, share, cpu[0], delivered)
+				addProfiled(t, labels, prof, cpu[0], delivered)
 				t.add(labels, "p50 ms", p50)
 				t.add(labels, "p99 ms", p99)
 				logf("run %d, %d watchers, %s, kube-apiserver: %.0f delivered/s, %.2f CPU-s (%.2f serving)", run+1, n, ph.name, delivered/b.phaseTime.Seconds(), cpu[0], serving)
@@ -218,6 +218,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 		at := []Label{{"watchers", nmax}, {"phase", ph.name}}
 		for _, m := range []struct{ inf, api, what string }{
 			{"events/profiled-serving-CPU-s", "events/profiled-serving-CPU-s", "serving CPU from profiles"},
+			{"events/profiled-serving-CPU-s with GC", "events/profiled-serving-CPU-s with GC", "serving CPU from profiles, GC attributed by allocations"},
 			{"events/serving-CPU-s", "events/serving-CPU-s", "serving CPU by subtraction"},
 			{"events/CPU-s", "events/serving-CPU-s", "informerd's whole process vs kube-apiserver's serving CPU by subtraction"},
 		} {
@@ -242,56 +243,95 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 		"server CPU: the whole process serving the watchers (for kube-apiserver, its writes included); the floor's process for the floor, which pushes pre-encoded bytes at the write rate informerd saw. Measured over the phase and until deliveries stop.",
 		"serving CPU: the server's CPU minus its CPU per write times the writes, i.e. its cost of serving the N watches. For kube-apiserver, the CPU per write is its own in the informerd run of the same phase (writes plus informerd's one watch), with its `max` phase writing at the rate informerd's achieved so that the same writes are subtracted; writes cost it far more than serving, so this is a difference of two large totals and its spread is wide. For informerd, the CPU per write is its own with no watcher connected (the rows with 0 watchers, measured once per run and phase): its cost of ingesting the writes. The floor ingests nothing, so all its CPU is serving.",
 		"profiled serving: a CPU profile of informerd and of kube-apiserver over each phase's writes; the share of its CPU time in samples whose stack holds watch-serving code (informerd: the Watch handler, the fan-out hub, grpc's connection writer; kube-apiserver: the watch handler, the watch cache's per-watcher work and dispatch, the HTTP/2 connection writer, which also carries the writes' small responses), applied to the process's CPU. The garbage collector's own goroutines are left out of both, so both are lower bounds; the ratio is not poorly conditioned as the subtraction is.",
+		"with GC: the profiled serving share plus the garbage collector's share of CPU (its mark, sweep and scavenge goroutines: GC %) times the share of the bytes the server allocated during the phase in serving code (serving allocs %, from an allocation profile over the same writes): the collector's work is caused by what is allocated.",
 		"delay: from the write's acknowledgement to each watcher's receipt (an event that arrives before the acknowledgement counts as 0); for the floor, from generation.",
 		"All processes (etcd, kube-apiserver, informerd, the clients) share the machine's cores, so absolute rates are bounded by it; compare within a row group.")
 	return s, nil
 }
 
-// addProfiled adds the profile's serving share and the events per CPU-second
-// of that share of the process's CPU, when the profile was taken.
-func addProfiled(t *table, labels []Label, share, cpu, delivered float64) {
-	if math.IsNaN(share) || share <= 0 {
+// addProfiled adds the profiles' serving share and the events per
+// CPU-second of that share of the process's CPU, without and with the
+// garbage collector's share attributed by allocations, for what the
+// profiles measured.
+func addProfiled(t *table, labels []Label, p profiled, cpu, delivered float64) {
+	if math.IsNaN(p.serving) || p.serving <= 0 {
 		return
 	}
-	t.add(labels, "profiled serving %", 100*share)
-	t.add(labels, "events/profiled-serving-CPU-s", delivered/(share*cpu))
+	t.add(labels, "profiled serving %", 100*p.serving)
+	t.add(labels, "events/profiled-serving-CPU-s", delivered/(p.serving*cpu))
+	if withGC := p.servingWithGC(); !math.IsNaN(withGC) {
+		t.add(labels, "GC %", 100*p.gc)
+		t.add(labels, "serving allocs %", 100*p.servingAllocs)
+		t.add(labels, "events/profiled-serving-CPU-s with GC", delivered/(withGC*cpu))
+	}
 }
 
-// cpuProfile takes a CPU profile of one server over the phase's writes;
-// fetch asks the server for a profile of so many seconds. The returned func
-// waits for it and returns its share of samples in serving code (NaN when
-// there is no profile). With -profile, the largest fan-out's phases are
-// also written to the profile folder, one file per server and phase.
-func (b *bench) cpuProfile(n int, ph phase, name string, fetch func(seconds int) (io.ReadCloser, error), serving []string) func() float64 {
-	share := make(chan float64, 1)
-	go func() {
-		data, err := readProfile(fetch, int(b.phaseTime.Seconds()))
-		if err != nil {
-			logf("profile %s: %v", name, err)
-			share <- math.NaN()
-			return
-		}
-		if b.profileDir != "" && n == b.watchers[len(b.watchers)-1] {
-			phase := strings.ReplaceAll(ph.name, "/", "per") // "100/s" is "100pers"
-			path := filepath.Join(b.profileDir, fmt.Sprintf("%s-%dwatchers-%s.pprof", name, n, phase))
-			err := os.MkdirAll(b.profileDir, 0o755)
-			if err == nil {
-				err = os.WriteFile(path, data, 0o644)
+// profiled is what the profiles of one server over one phase say: the
+// share of its CPU time in serving code and in the garbage collector's own
+// goroutines, and the share of the bytes it allocated in serving code (NaN
+// for what was not measured).
+type profiled struct {
+	serving, gc, servingAllocs float64
+}
+
+// servingWithGC is the serving share with the garbage collector's share
+// attributed by allocations: the collector's work is caused by the bytes
+// allocated, and servingAllocs of them were allocated serving watches.
+func (p profiled) servingWithGC() float64 { return p.serving + p.gc*p.servingAllocs }
+
+// profilePhase takes a CPU profile and an allocation profile of one server
+// over the phase's writes, at once; fetch asks the server for a profile
+// ("profile" or "allocs") of so many seconds. The returned func waits for
+// both. With -profile, the largest fan-out's phases are also written to
+// the profile folder, one file per server, phase and kind.
+func (b *bench) profilePhase(n int, ph phase, name string, fetch func(kind string, seconds int) (io.ReadCloser, error), serving []string) func() profiled {
+	take := func(kind, sampleType string, shares ...[]string) chan []float64 {
+		out := make(chan []float64, 1)
+		go func() {
+			nan := make([]float64, len(shares))
+			for i := range nan {
+				nan[i] = math.NaN()
 			}
+			data, err := readProfile(func(seconds int) (io.ReadCloser, error) { return fetch(kind, seconds) }, int(b.phaseTime.Seconds()))
 			if err != nil {
-				logf("profile %s: %v", name, err)
-			} else {
-				logf("wrote %s", path)
+				logf("%s profile of %s: %v", kind, name, err)
+				out <- nan
+				return
 			}
-		}
-		f, err := servingShare(data, serving)
-		if err != nil {
-			logf("profile %s: %v", name, err)
-			f = math.NaN()
-		}
-		share <- f
-	}()
-	return func() float64 { return <-share }
+			if b.profileDir != "" && n == b.watchers[len(b.watchers)-1] {
+				phase := strings.ReplaceAll(ph.name, "/", "per") // "100/s" is "100pers"
+				file := fmt.Sprintf("%s-%dwatchers-%s.pprof", name, n, phase)
+				if kind != "profile" {
+					file = fmt.Sprintf("%s-%dwatchers-%s-%s.pprof", name, n, phase, kind)
+				}
+				path := filepath.Join(b.profileDir, file)
+				err := os.MkdirAll(b.profileDir, 0o755)
+				if err == nil {
+					err = os.WriteFile(path, data, 0o644)
+				}
+				if err != nil {
+					logf("%s profile of %s: %v", kind, name, err)
+				} else {
+					logf("wrote %s", path)
+				}
+			}
+			got := make([]float64, len(shares))
+			for i, prefixes := range shares {
+				if got[i], err = profileShare(data, sampleType, prefixes); err != nil {
+					logf("%s profile of %s: %v", kind, name, err)
+					got[i] = math.NaN()
+				}
+			}
+			out <- got
+		}()
+		return out
+	}
+	cpu := take("profile", "cpu", serving, gcWorkers)
+	allocs := take("allocs", "alloc_space", serving)
+	return func() profiled {
+		c, a := <-cpu, <-allocs
+		return profiled{serving: c[0], gc: c[1], servingAllocs: a[0]}
+	}
 }
 
 func readProfile(fetch func(int) (io.ReadCloser, error), seconds int) ([]byte, error) {
@@ -320,27 +360,32 @@ var (
 		"k8s.io/apiserver/pkg/storage/cacher.(*Cacher).dispatchEvent",
 		"golang.org/x/net/http2.(*serverConn).writeFrameAsync", // the HTTP/2 writer; it also carries the writes' small responses
 	}
+	// The garbage collector's own goroutines: marking, sweeping and
+	// returning memory. Its assists run on the allocating goroutines'
+	// stacks and so are already in the serving shares where they serve.
+	gcWorkers = []string{"runtime.gcBgMarkWorker", "runtime.bgsweep", "runtime.bgscavenge"}
 )
 
-// servingShare returns the share of a CPU profile's CPU time in samples
+// profileShare returns the share of a profile's values of sampleType ("cpu"
+// in a CPU profile, "alloc_space" in an allocation profile) in samples
 // whose stack holds a function with one of the prefixes.
-func servingShare(data []byte, prefixes []string) (float64, error) {
+func profileShare(data []byte, sampleType string, prefixes []string) (float64, error) {
 	p, err := profile.ParseData(data)
 	if err != nil {
 		return 0, err
 	}
-	cpu := -1
+	col := -1
 	for i, st := range p.SampleType {
-		if st.Type == "cpu" {
-			cpu = i
+		if st.Type == sampleType {
+			col = i
 		}
 	}
-	if cpu < 0 {
-		return 0, fmt.Errorf("not a CPU profile")
+	if col < 0 {
+		return 0, fmt.Errorf("the profile has no %s samples", sampleType)
 	}
 	var all, matched int64
 	for _, sm := range p.Sample {
-		v := sm.Value[cpu]
+		v := sm.Value[col]
 		all += v
 		if stackMatches(sm, prefixes) {
 			matched += v
@@ -368,16 +413,18 @@ func stackMatches(sm *profile.Sample, prefixes []string) bool {
 	return false
 }
 
-// pprofHTTP fetches a CPU profile from a Go process's /debug/pprof.
-func pprofHTTP(metricsURL string) func(int) (io.ReadCloser, error) {
-	return func(seconds int) (io.ReadCloser, error) {
-		resp, err := http.Get(strings.TrimSuffix(metricsURL, "/metrics") + fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds))
+// pprofHTTP fetches a profile of a Go process over so many seconds from
+// its /debug/pprof: kind "profile" (CPU) or "allocs" (the allocations in
+// that time).
+func pprofHTTP(metricsURL string) func(kind string, seconds int) (io.ReadCloser, error) {
+	return func(kind string, seconds int) (io.ReadCloser, error) {
+		resp, err := http.Get(strings.TrimSuffix(metricsURL, "/metrics") + fmt.Sprintf("/debug/pprof/%s?seconds=%d", kind, seconds))
 		if err != nil {
 			return nil, err
 		}
 		if resp.StatusCode != http.StatusOK {
 			resp.Body.Close()
-			return nil, fmt.Errorf("GET /debug/pprof/profile: %s", resp.Status)
+			return nil, fmt.Errorf("GET /debug/pprof/%s: %s", kind, resp.Status)
 		}
 		return resp.Body, nil
 	}
@@ -385,8 +432,8 @@ func pprofHTTP(metricsURL string) func(int) (io.ReadCloser, error) {
 
 // pprofAPIServer fetches a CPU profile from kube-apiserver (its
 // --profiling is on by default; the harness's credentials are admin).
-func pprofAPIServer(ctx context.Context, c *cluster) func(int) (io.ReadCloser, error) {
-	return func(seconds int) (io.ReadCloser, error) {
-		return c.kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(seconds)).Stream(ctx)
+func pprofAPIServer(ctx context.Context, c *cluster) func(kind string, seconds int) (io.ReadCloser, error) {
+	return func(kind string, seconds int) (io.ReadCloser, error) {
+		return c.kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/"+kind).Param("seconds", strconv.Itoa(seconds)).Stream(ctx)
 	}
 }
