@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"testing"
 
@@ -81,8 +82,8 @@ func TestProfileShare(t *testing.T) {
 	if _, err := profileShare([]byte("not a profile"), "cpu", informerdServing); err == nil {
 		t.Error("profileShare of garbage: no error")
 	}
-	if _, err := profileShare(profileOf(t, "cpu", nil), "cpu", informerdServing); err == nil {
-		t.Error("profileShare of a profile without samples: no error")
+	if _, err := profileShare(profileOf(t, "alloc_space", nil), "alloc_space", informerdServing); !errors.Is(err, errNoSamples) {
+		t.Errorf("profileShare of a profile without samples: %v, want errNoSamples", err)
 	}
 	if _, err := profileShare(allocs, "cpu", informerdServing); err == nil {
 		t.Error("profileShare of an allocation profile for cpu: no error")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -285,7 +286,12 @@ func (p profiled) servingWithGC() float64 { return p.serving + p.gc*p.servingAll
 // both. With -profile, the largest fan-out's phases are also written to
 // the profile folder, one file per server, phase and kind.
 func (b *bench) profilePhase(n int, ph phase, name string, fetch func(kind string, seconds int) (io.ReadCloser, error), serving []string) func() profiled {
-	take := func(kind, sampleType string, shares ...[]string) chan []float64 {
+	// empty is the share taken when the profile has no samples. An
+	// allocation profile is as of the last completed garbage collection,
+	// so it is empty when none completed during the phase (informerd, which
+	// allocates little, can go 15 s without one); the collector's CPU is
+	// then all counted as serving, the most it can be.
+	take := func(kind, sampleType string, empty float64, shares ...[]string) chan []float64 {
 		out := make(chan []float64, 1)
 		go func() {
 			nan := make([]float64, len(shares))
@@ -317,7 +323,11 @@ func (b *bench) profilePhase(n int, ph phase, name string, fetch func(kind strin
 			}
 			got := make([]float64, len(shares))
 			for i, prefixes := range shares {
-				if got[i], err = profileShare(data, sampleType, prefixes); err != nil {
+				switch got[i], err = profileShare(data, sampleType, prefixes); {
+				case errors.Is(err, errNoSamples) && !math.IsNaN(empty):
+					logf("%s profile of %s: no samples (no garbage collection completed in the phase); taking %v", kind, name, empty)
+					got[i] = empty
+				case err != nil:
 					logf("%s profile of %s: %v", kind, name, err)
 					got[i] = math.NaN()
 				}
@@ -326,8 +336,8 @@ func (b *bench) profilePhase(n int, ph phase, name string, fetch func(kind strin
 		}()
 		return out
 	}
-	cpu := take("profile", "cpu", serving, gcWorkers)
-	allocs := take("allocs", "alloc_space", serving)
+	cpu := take("profile", "cpu", math.NaN(), serving, gcWorkers)
+	allocs := take("allocs", "alloc_space", 1, serving)
 	return func() profiled {
 		c, a := <-cpu, <-allocs
 		return profiled{serving: c[0], gc: c[1], servingAllocs: a[0]}
@@ -366,6 +376,9 @@ var (
 	gcWorkers = []string{"runtime.gcBgMarkWorker", "runtime.bgsweep", "runtime.bgscavenge"}
 )
 
+// errNoSamples: the profile has no samples of the type asked for.
+var errNoSamples = errors.New("the profile has no samples")
+
 // profileShare returns the share of a profile's values of sampleType ("cpu"
 // in a CPU profile, "alloc_space" in an allocation profile) in samples
 // whose stack holds a function with one of the prefixes.
@@ -392,7 +405,7 @@ func profileShare(data []byte, sampleType string, prefixes []string) (float64, e
 		}
 	}
 	if all == 0 {
-		return 0, fmt.Errorf("the profile has no samples")
+		return 0, errNoSamples
 	}
 	return float64(matched) / float64(all), nil
 }
