@@ -43,7 +43,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 		Name:    "fanout",
 		Title:   "1. Watch fan-out",
 		Plot:    "events/serving-CPU-s",
-		Columns: []string{"writes/s", "delivered/s", "server CPU-s per 1k delivered", "events/CPU-s", "serving CPU-s per 1k delivered", "events/serving-CPU-s", "profiled serving %", "events/profiled-serving-CPU-s", "kube-apiserver CPU-s per 1k delivered", "p50 ms", "p99 ms"},
+		Columns: []string{"writes/s", "delivered/s", "server CPU-s per 1k delivered", "events/CPU-s", "serving CPU-s per 1k delivered", "events/serving-CPU-s", "profiled serving %", "events/profiled-serving-CPU-s", "GC %", "serving allocs %", "events/profiled-serving-CPU-s with GC", "kube-apiserver CPU-s per 1k delivered", "p50 ms", "p99 ms"},
 	}
 	t := newTable()
 	phases := []phase{{"100/s", 100}, {"max", 0}}
