@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 )
 
 // relist is scenario 6: many watchers connected when kube-apiserver
@@ -125,16 +127,16 @@ func restartAPIServer(ctx context.Context, b *bench) (requests, bytes, cpu float
 	c, took := m.stop()
 	logf("clients recovered %v after kube-apiserver's restart", took.Round(time.Second))
 	var metrics samples
-	for attempt := 1; ; attempt++ {
+	const attempts = 5
+	err = retry.OnError(wait.Backoff{Duration: 2 * time.Second, Factor: 1, Steps: attempts}, func(error) bool { return true }, func() error {
 		var scrape error
-		if metrics, scrape = b.cluster.apiMetrics(ctx); scrape == nil {
-			break
+		if metrics, scrape = b.cluster.apiMetrics(ctx); scrape != nil {
+			logf("scraping kube-apiserver's metrics after recovery: %v (retrying)", scrape)
 		}
-		if attempt == 5 {
-			return 0, 0, 0, fmt.Errorf("scraping kube-apiserver's metrics after the clients recovered, %d attempts: %w", attempt, scrape)
-		}
-		logf("scraping kube-apiserver's metrics after recovery: %v (retrying)", scrape)
-		time.Sleep(2 * time.Second)
+		return scrape
+	})
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("scraping kube-apiserver's metrics after the clients recovered, %d attempts: %w", attempts, err)
 	}
 	// A relist is a streaming list (a watch with initial events) for
 	// client-go and informerd alike: its bytes are watch event bytes.
@@ -152,26 +154,27 @@ func restartAPIServer(ctx context.Context, b *bench) (requests, bytes, cpu float
 // bench saw TLS handshakes time out for half a minute): a failed scrape is
 // logged and retried, and the last failure is reported if the limit passes.
 func waitRecovered(ctx context.Context, scrape func(context.Context) (samples, error), watches map[string]string, want float64, began time.Time, limit, every time.Duration) error {
-	for {
-		metrics, err := scrape(ctx)
-		open := 0.0
-		if err == nil {
-			if open = metrics.sum("apiserver_longrunning_requests", watches); open >= want {
-				return nil
-			}
-		} else {
-			logf("scraping kube-apiserver's metrics during recovery: %v (retrying)", err)
+	var (
+		open   float64
+		failed error // the last scrape's, if it failed
+	)
+	err := wait.PollUntilContextTimeout(ctx, every, limit-time.Since(began), true, func(ctx context.Context) (bool, error) {
+		var metrics samples
+		if metrics, failed = scrape(ctx); failed != nil {
+			logf("scraping kube-apiserver's metrics during recovery: %v (retrying)", failed)
+			return false, nil
 		}
-		if time.Since(began) > limit {
-			if err != nil {
-				return fmt.Errorf("the clients had not recovered %v after kube-apiserver's restart: its metrics could not be scraped: %w", limit, err)
-			}
-			return fmt.Errorf("the clients had not recovered %v after kube-apiserver's restart: %.0f of %.0f pod watches open again", limit, open, want)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(every):
-		}
+		open = metrics.sum("apiserver_longrunning_requests", watches)
+		return open >= want, nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case failed != nil:
+		return fmt.Errorf("the clients had not recovered %v after kube-apiserver's restart: its metrics could not be scraped: %w", limit, failed)
+	default:
+		return fmt.Errorf("the clients had not recovered %v after kube-apiserver's restart: %.0f of %.0f pod watches open again", limit, open, want)
 	}
 }
