@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -34,6 +35,25 @@ type watchers struct {
 	received atomic.Int64
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
+	conns    []*grpc.ClientConn
+	failure  atomic.Pointer[error] // the first stream that ended early
+	ended    atomic.Int64          // streams that ended early
+}
+
+// fail records that watcher i's stream ended with err before the
+// watchers were closed: its later events would go uncounted.
+func (w *watchers) fail(i int, err error) {
+	w.ended.Add(1)
+	err = fmt.Errorf("watcher %d's stream ended: %w", i, err)
+	w.failure.CompareAndSwap(nil, &err)
+}
+
+// failed returns the first stream's early end, or nil.
+func (w *watchers) failed() error {
+	if err := w.failure.Load(); err != nil {
+		return *err
+	}
+	return nil
 }
 
 func (w *watchers) record(i int, rv string) {
@@ -54,24 +74,50 @@ func (w *watchers) take() [][]receipt {
 	return out
 }
 
-func (w *watchers) close() { w.cancel(); w.wg.Wait() }
+// close ends the streams and waits for their readers, then closes the
+// connections they used.
+func (w *watchers) close() {
+	w.cancel()
+	w.wg.Wait()
+	for _, c := range w.conns {
+		c.Close()
+	}
+}
 
-// grpcWatchers opens n Watch-by-index streams (informerd or the floor),
-// watcher i on node i%nodes, and returns once every stream is admitted.
-// slow, when set, makes those watchers sleep after each event.
-func grpcWatchers(ctx context.Context, client pb.CacheServiceClient, n, nodes int, slow func(i int) time.Duration) (*watchers, error) {
+// watchesPerConn is how many of the watchers share one connection, to
+// informerd, the floor and kube-apiserver alike: HTTP/2 caps the streams
+// of one connection at kube-apiserver, a real fleet of clients has many
+// connections, and a connection's writer batches the frames of all its
+// streams, so the servers are compared with the same number.
+const watchesPerConn = 100
+
+// grpcWatchers opens n Watch-by-index streams (informerd or the floor at
+// addr), watcher i on node i%nodes, over a connection per watchesPerConn
+// streams, and returns once every stream is admitted. slow, when set,
+// makes those watchers sleep after each event.
+func grpcWatchers(ctx context.Context, addr string, n, nodes int, slow func(i int) time.Duration) (*watchers, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &watchers{got: make([][]receipt, n), cancel: cancel}
-	errs := make(chan error, n)
+	var client pb.CacheServiceClient
 	for i := range n {
-		sel := &pb.Selector{Index: &pb.IndexSelector{Name: "node", Values: []string{nodeName(i, nodes)}}}
-		stream, err := client.Watch(ctx, &pb.WatchRequest{Resource: "pods", Selector: sel})
+		var err error
+		if i%watchesPerConn == 0 {
+			var conn *grpc.ClientConn
+			if conn, err = dial(addr); err == nil {
+				w.conns = append(w.conns, conn)
+				client = pb.NewCacheServiceClient(conn)
+			}
+		}
+		var stream grpc.ServerStreamingClient[pb.WatchResponse]
+		if err == nil {
+			sel := &pb.Selector{Index: &pb.IndexSelector{Name: "node", Values: []string{nodeName(i, nodes)}}}
+			stream, err = client.Watch(ctx, &pb.WatchRequest{Resource: "pods", Selector: sel})
+		}
 		if err == nil {
 			_, err = stream.Header()
 		}
 		if err != nil {
-			cancel()
-			w.wg.Wait()
+			w.close()
 			return nil, fmt.Errorf("watcher %d: %w", i, err)
 		}
 		pause := time.Duration(0)
@@ -83,7 +129,7 @@ func grpcWatchers(ctx context.Context, client pb.CacheServiceClient, n, nodes in
 				ev, err := stream.Recv()
 				if err != nil {
 					if ctx.Err() == nil {
-						errs <- err
+						w.fail(i, err)
 					}
 					return
 				}
@@ -112,9 +158,7 @@ func apiWatchers(ctx context.Context, c *cluster, ns string, n, nodes int) (*wat
 	w := &watchers{got: make([][]receipt, n), cancel: cancel}
 	var kube *kubernetes.Clientset
 	for i := range n {
-		// A connection per 100 watches: HTTP/2 caps the streams of one
-		// connection, and a real fleet of clients has many connections.
-		if i%100 == 0 {
+		if i%watchesPerConn == 0 {
 			cfg := rest.CopyConfig(c.config)
 			cfg.Dial = (&net.Dialer{}).DialContext // a transport of its own, not client-go's shared one
 			kube = kubernetes.NewForConfigOrDie(cfg)
@@ -123,8 +167,7 @@ func apiWatchers(ctx context.Context, c *cluster, ns string, n, nodes int) (*wat
 			Param("watch", "true").Param("resourceVersion", list.ResourceVersion).
 			Param("fieldSelector", "spec.nodeName="+nodeName(i, nodes)).Stream(ctx)
 		if err != nil {
-			cancel()
-			w.wg.Wait()
+			w.close()
 			return nil, fmt.Errorf("API server watcher %d: %w", i, err)
 		}
 		w.wg.Go(func() {
@@ -139,6 +182,9 @@ func apiWatchers(ctx context.Context, c *cluster, ns string, n, nodes int) (*wat
 					} `json:"object"`
 				}
 				if err := dec.Decode(&ev); err != nil {
+					if ctx.Err() == nil {
+						w.fail(i, err)
+					}
 					return
 				}
 				w.record(i, ev.Object.Metadata.ResourceVersion)
@@ -233,10 +279,24 @@ func delays(got [][]receipt, acks map[string]time.Time) (p50, p99 float64) {
 	return ds[len(ds)/2], ds[min(len(ds)-1, len(ds)*99/100)]
 }
 
+// checkReceipts checks that every stream stayed open, so that no
+// delivery went uncounted, and that the events are the phase's writes
+// (foreign).
+func checkReceipts(variant string, w *watchers, got [][]receipt, acks map[string]time.Time) error {
+	if err := w.failed(); err != nil {
+		return fmt.Errorf("%s: %w; its deliveries would be undercounted", variant, err)
+	}
+	return foreign(variant, got, acks)
+}
+
 // foreign checks that every event the watchers received is one of the
-// phase's writes (acks), so that nothing but the churn is counted: not a
-// watch's initial events, nor a backlog from an earlier phase.
+// phase's writes (acks; nil: the floor's, not checked), so that nothing
+// but the churn is counted: not a watch's initial events, nor a backlog
+// from an earlier phase.
 func foreign(variant string, got [][]receipt, acks map[string]time.Time) error {
+	if acks == nil {
+		return nil
+	}
 	n, example := 0, ""
 	for _, rs := range got {
 		for _, r := range rs {

@@ -35,6 +35,7 @@ type bench struct {
 	pods, nodes int
 	watchers    []int
 	phaseTime   time.Duration
+	pacedTime   time.Duration // the largest fan-out's 100 writes/s phase; 0: phaseTime
 	memorySizes []int
 	sidecars    []int
 	lists       int
@@ -54,7 +55,7 @@ type bench struct {
 var modes = map[string]bench{
 	"smoke": {runs: 1, pods: 300, nodes: 10, watchers: []int{10}, phaseTime: 2 * time.Second, memorySizes: []int{300}, sidecars: []int{2}, lists: 20, relistPods: 50, relistN: 10, relistSettle: 10 * time.Second},
 	"short": {runs: 3, pods: 2000, nodes: 100, watchers: []int{1000}, phaseTime: 5 * time.Second, memorySizes: []int{2000}, sidecars: []int{10, 50}, lists: 200, relistPods: 200, relistN: 200, relistSettle: 10 * time.Second},
-	"full":  {runs: 3, pods: 10000, nodes: 100, watchers: []int{10, 100, 1000}, phaseTime: 15 * time.Second, memorySizes: []int{10000, 50000}, sidecars: []int{10, 50}, lists: 1000, relistPods: 500, relistN: 1000, relistSettle: 30 * time.Second},
+	"full":  {runs: 3, pods: 10000, nodes: 100, watchers: []int{10, 100, 1000}, phaseTime: 15 * time.Second, pacedTime: time.Minute, memorySizes: []int{10000, 50000}, sidecars: []int{10, 50}, lists: 1000, relistPods: 500, relistN: 1000, relistSettle: 30 * time.Second},
 }
 
 func logf(format string, args ...any) {
@@ -68,6 +69,7 @@ func main() {
 	profile := flag.String("profile", "", "folder for CPU profiles of informerd and kube-apiserver during each phase of the largest fan-out (<server>-<N>watchers-<phase>.pprof, and -allocs.pprof for allocations)")
 	watchers := flag.String("watchers", "", "comma-separated watcher counts for the fan-out and slow scenarios, overriding the mode's")
 	phaseTime := flag.Duration("phase", 0, "how long each fan-out and slow-consumer phase writes (default: the mode's)")
+	pacedTime := flag.Duration("paced-phase", 0, "how long the largest fan-out's 100 writes/s phase writes (default: the mode's, 1m in full mode; -phase otherwise)")
 	only := flag.String("scenarios", "fanout,memory,sidecars,list,slow,relist", "comma-separated scenarios to run")
 	flag.Parse()
 	b, ok := modes[*mode]
@@ -84,8 +86,16 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: -phase %v: want a positive duration\n", *phaseTime)
 		os.Exit(2)
 	}
+	if *pacedTime < 0 {
+		fmt.Fprintf(os.Stderr, "bench: -paced-phase %v: want a positive duration\n", *pacedTime)
+		os.Exit(2)
+	}
 	if *phaseTime > 0 {
 		b.phaseTime = *phaseTime
+		b.pacedTime = 0
+	}
+	if *pacedTime > 0 {
+		b.pacedTime = *pacedTime
 	}
 	if *watchers != "" {
 		b.watchers = nil

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
-	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/testenv"
 )
 
@@ -34,6 +33,25 @@ func quiesce(w *watchers) {
 type phase struct {
 	name string
 	rate float64 // writes per second; 0: as fast as the API server takes them
+}
+
+func pacedNote(b *bench) string {
+	if b.pacedTime == 0 || b.pacedTime == b.phaseTime {
+		return ""
+	}
+	return fmt.Sprintf(", the 100/s phase with %d watchers for %v (more profile samples)", b.watchers[len(b.watchers)-1], b.pacedTime)
+}
+
+// phaseDuration is how long phase ph writes with n watchers. The paced
+// phase of the largest fan-out, where the goals are judged, may write for
+// longer (pacedTime): at 100 writes/s informerd spends a few percent of a
+// core, and a 15 s CPU profile of it then holds only about 50 samples,
+// too few for a stable serving share.
+func (b *bench) phaseDuration(n int, ph phase) time.Duration {
+	if ph.rate > 0 && b.pacedTime > 0 && n == b.watchers[len(b.watchers)-1] {
+		return b.pacedTime
+	}
+	return b.phaseTime
 }
 
 // fanOut is scenario 1: N watchers each watching the pods of one node,
@@ -72,15 +90,16 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 			// pod watcher, to tell its cost of serving N watches.
 			apiPerWrite := map[string]float64{}
 			// (a) informerd.
-			w, err := grpcWatchers(ctx, b.informerd.client, n, b.nodes, nil)
+			w, err := grpcWatchers(ctx, b.informerd.grpcAddr, n, b.nodes, nil)
 			if err != nil {
 				return s, err
 			}
 			for _, ph := range phases {
+				d := b.phaseDuration(n, ph)
 				w.take()
-				profiles := b.profilePhase(n, ph, "informerd", pprofHTTP(b.informerd.metricsURL), informerdServing)
+				profiles := b.profilePhase(n, ph, d, "informerd", pprofHTTP(b.informerd.metricsURL), informerdServing)
 				m := meterCPU(b.informerd.pid, b.cluster.apiPID)
-				acks, err := churn(ctx, b.cluster, b.ns, b.pods, b.nodes, ph.rate, b.phaseTime)
+				acks, err := churn(ctx, b.cluster, b.ns, b.pods, b.nodes, ph.rate, d)
 				if err != nil {
 					w.close()
 					return s, err
@@ -89,17 +108,17 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 				cpu, _ := m.stop()
 				prof := profiles()
 				got := w.take()
-				if err := foreign("informerd", got, acks); err != nil {
+				if err := checkReceipts("informerd", w, got, acks); err != nil {
 					w.close()
 					return s, err
 				}
 				delivered := float64(total(got))
 				p50, p99 := delays(got, acks)
-				achieved[ph.name] = float64(len(acks)) / b.phaseTime.Seconds()
+				achieved[ph.name] = float64(len(acks)) / d.Seconds()
 				apiPerWrite[ph.name] = cpu[1] / float64(max(1, len(acks)))
 				labels := []Label{{"variant", "informerd"}, {"watchers", strconv.Itoa(n)}, {"phase", ph.name}}
 				t.add(labels, "writes/s", achieved[ph.name])
-				t.add(labels, "delivered/s", delivered/b.phaseTime.Seconds())
+				t.add(labels, "delivered/s", delivered/d.Seconds())
 				t.add(labels, "server CPU-s per 1k delivered", 1000*cpu[0]/max(1, delivered))
 				t.add(labels, "events/CPU-s", delivered/max(0.01, cpu[0]))
 				serving := max(0.001, cpu[0]-float64(len(acks))*ingest[ph.name])
@@ -109,7 +128,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 				t.add(labels, "kube-apiserver CPU-s per 1k delivered", 1000*cpu[1]/max(1, delivered))
 				t.add(labels, "p50 ms", p50)
 				t.add(labels, "p99 ms", p99)
-				logf("run %d, %d watchers, %s, informerd: %.0f writes/s, %.0f delivered/s, %.2f CPU-s (%.2f serving)", run+1, n, ph.name, achieved[ph.name], delivered/b.phaseTime.Seconds(), cpu[0], serving)
+				logf("run %d, %d watchers, %s, informerd: %.0f writes/s, %.0f delivered/s, %.2f CPU-s (%.2f serving)", run+1, n, ph.name, achieved[ph.name], delivered/d.Seconds(), cpu[0], serving)
 			}
 			w.close()
 
@@ -119,8 +138,9 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 				return s, err
 			}
 			for _, ph := range phases {
+				d := b.phaseDuration(n, ph)
 				w.take()
-				profiles := b.profilePhase(n, ph, "kube-apiserver", pprofAPIServer(ctx, b.cluster), apiServerServing)
+				profiles := b.profilePhase(n, ph, d, "kube-apiserver", pprofAPIServer(ctx, b.cluster), apiServerServing)
 				m := meterCPU(b.cluster.apiPID)
 				// At the rate informerd's run of the phase achieved: the same
 				// writes, whose cost is subtracted, with the watchers on top.
@@ -128,7 +148,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 				if rate == 0 {
 					rate = achieved[ph.name]
 				}
-				acks, err := churn(ctx, b.cluster, b.ns, b.pods, b.nodes, rate, b.phaseTime)
+				acks, err := churn(ctx, b.cluster, b.ns, b.pods, b.nodes, rate, d)
 				if err != nil {
 					w.close()
 					return s, err
@@ -137,7 +157,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 				cpu, _ := m.stop()
 				prof := profiles()
 				got := w.take()
-				if err := foreign("kube-apiserver", got, acks); err != nil {
+				if err := checkReceipts("kube-apiserver", w, got, acks); err != nil {
 					w.close()
 					return s, err
 				}
@@ -145,8 +165,8 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 				p50, p99 := delays(got, acks)
 				serving := max(0.001, cpu[0]-float64(len(acks))*apiPerWrite[ph.name])
 				labels := []Label{{"variant", "kube-apiserver"}, {"watchers", strconv.Itoa(n)}, {"phase", ph.name}}
-				t.add(labels, "writes/s", float64(len(acks))/b.phaseTime.Seconds())
-				t.add(labels, "delivered/s", delivered/b.phaseTime.Seconds())
+				t.add(labels, "writes/s", float64(len(acks))/d.Seconds())
+				t.add(labels, "delivered/s", delivered/d.Seconds())
 				t.add(labels, "server CPU-s per 1k delivered", 1000*cpu[0]/max(1, delivered))
 				t.add(labels, "events/CPU-s", delivered/max(0.01, cpu[0]))
 				t.add(labels, "serving CPU-s per 1k delivered", 1000*serving/max(1, delivered))
@@ -154,7 +174,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 				addProfiled(t, labels, prof, cpu[0], delivered)
 				t.add(labels, "p50 ms", p50)
 				t.add(labels, "p99 ms", p99)
-				logf("run %d, %d watchers, %s, kube-apiserver: %.0f delivered/s, %.2f CPU-s (%.2f serving)", run+1, n, ph.name, delivered/b.phaseTime.Seconds(), cpu[0], serving)
+				logf("run %d, %d watchers, %s, kube-apiserver: %.0f delivered/s, %.2f CPU-s (%.2f serving)", run+1, n, ph.name, delivered/d.Seconds(), cpu[0], serving)
 			}
 			w.close()
 
@@ -167,33 +187,35 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 			if err != nil {
 				return s, err
 			}
-			conn, err := dial(addr)
+			w, err = grpcWatchers(ctx, addr, n, b.nodes, nil)
 			if err != nil {
-				floor.stop()
-				return s, err
-			}
-			w, err = grpcWatchers(ctx, pb.NewCacheServiceClient(conn), n, b.nodes, nil)
-			if err != nil {
-				conn.Close()
 				floor.stop()
 				return s, err
 			}
 			for _, ph := range phases {
+				d := b.phaseDuration(n, ph)
 				w.take()
 				m := meterCPU(floor.pid())
-				fmt.Fprintf(floor.stdin, "run %g %g %d %d\n", achieved[ph.name], b.phaseTime.Seconds(), b.pods, b.nodes)
+				fmt.Fprintf(floor.stdin, "run %g %g %d %d\n", achieved[ph.name], d.Seconds(), b.pods, b.nodes)
 				line := <-floor.lines
 				if !strings.HasPrefix(line, "done") {
+					w.close()
+					floor.stop()
 					return s, fmt.Errorf("floor: %s", line)
 				}
 				quiesce(w)
 				cpu, _ := m.stop()
 				got := w.take()
+				if err := checkReceipts("floor", w, got, nil); err != nil {
+					w.close()
+					floor.stop()
+					return s, err
+				}
 				delivered := float64(total(got))
 				p50, p99 := delays(got, nil)
 				labels := []Label{{"variant", "floor"}, {"watchers", strconv.Itoa(n)}, {"phase", ph.name}}
 				t.add(labels, "writes/s", achieved[ph.name])
-				t.add(labels, "delivered/s", delivered/b.phaseTime.Seconds())
+				t.add(labels, "delivered/s", delivered/d.Seconds())
 				t.add(labels, "server CPU-s per 1k delivered", 1000*cpu[0]/max(1, delivered))
 				t.add(labels, "events/CPU-s", delivered/max(0.01, cpu[0]))
 				// The floor ingests nothing: all its CPU is serving.
@@ -203,7 +225,6 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 				t.add(labels, "p99 ms", p99)
 			}
 			w.close()
-			conn.Close()
 			floor.stop()
 		}
 	}
@@ -240,7 +261,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 			Measured: r, Met: r <= 1.5, Detail: fmt.Sprintf("%.2f× (%.3f vs %.3f CPU-s per 1k)", r, infC, flC)})
 	}
 	s.Notes = append(s.Notes,
-		fmt.Sprintf("%d pods over %d nodes; watcher i watches node i mod %d; each phase writes for %v (merge patches of one annotation on random pods; `max` = 16 writers as fast as kube-apiserver acknowledges).", b.pods, b.nodes, b.nodes, b.phaseTime),
+		fmt.Sprintf("%d pods over %d nodes; watcher i watches node i mod %d, a connection per %d watchers for every server; each phase writes for %v%s (merge patches of one annotation on random pods; `max` = 16 writers as fast as kube-apiserver acknowledges).", b.pods, b.nodes, b.nodes, watchesPerConn, b.phaseTime, pacedNote(b)),
 		"server CPU: the whole process serving the watchers (for kube-apiserver, its writes included); the floor's process for the floor, which pushes pre-encoded bytes at the write rate informerd saw. Measured over the phase and until deliveries stop.",
 		"serving CPU: the server's CPU minus its CPU per write times the writes, i.e. its cost of serving the N watches. For kube-apiserver, the CPU per write is its own in the informerd run of the same phase (writes plus informerd's one watch), with its `max` phase writing at the rate informerd's achieved so that the same writes are subtracted; writes cost it far more than serving, so this is a difference of two large totals and its spread is wide. For informerd, the CPU per write is its own with no watcher connected (the rows with 0 watchers, measured once per run and phase): its cost of ingesting the writes. The floor ingests nothing, so all its CPU is serving.",
 		"profiled serving: a CPU profile of informerd and of kube-apiserver over each phase's writes; the share of its CPU time in samples whose stack holds watch-serving code (informerd: the Watch handler, the fan-out hub, grpc's connection writer; kube-apiserver: the watch handler, the watch cache's per-watcher work and dispatch, the HTTP/2 connection writer, which also carries the writes' small responses), applied to the process's CPU. The garbage collector's own goroutines are left out of both, so both are lower bounds; the ratio is not poorly conditioned as the subtraction is.",
@@ -281,11 +302,11 @@ type profiled struct {
 func (p profiled) servingWithGC() float64 { return p.serving + p.gc*p.servingAllocs }
 
 // profilePhase takes a CPU profile and an allocation profile of one server
-// over the phase's writes, at once; fetch asks the server for a profile
+// over the phase's writes (d), at once; fetch asks the server for a profile
 // ("profile" or "allocs") of so many seconds. The returned func waits for
 // both. With -profile, the largest fan-out's phases are also written to
 // the profile folder, one file per server, phase and kind.
-func (b *bench) profilePhase(n int, ph phase, name string, fetch func(kind string, seconds int) (io.ReadCloser, error), serving []string) func() profiled {
+func (b *bench) profilePhase(n int, ph phase, d time.Duration, name string, fetch func(kind string, seconds int) (io.ReadCloser, error), serving []string) func() profiled {
 	// empty is the share taken when the profile has no samples. An
 	// allocation profile is as of the last completed garbage collection,
 	// so it is empty when none completed during the phase (informerd, which
@@ -298,7 +319,7 @@ func (b *bench) profilePhase(n int, ph phase, name string, fetch func(kind strin
 			for i := range nan {
 				nan[i] = math.NaN()
 			}
-			data, err := readProfile(func(seconds int) (io.ReadCloser, error) { return fetch(kind, seconds) }, int(b.phaseTime.Seconds()))
+			data, err := readProfile(func(seconds int) (io.ReadCloser, error) { return fetch(kind, seconds) }, int(d.Seconds()))
 			if err != nil {
 				logf("%s profile of %s: %v", kind, name, err)
 				out <- nan

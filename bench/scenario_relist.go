@@ -40,7 +40,7 @@ func relist(ctx context.Context, b *bench) (Scenario, error) {
 	defer d.stop()
 	for run := range b.runs {
 		// informerd with n watchers.
-		w, err := grpcWatchers(ctx, d.client, n, b.nodes, nil)
+		w, err := grpcWatchers(ctx, d.grpcAddr, n, b.nodes, nil)
 		if err != nil {
 			return s, err
 		}
@@ -51,7 +51,11 @@ func relist(ctx context.Context, b *bench) (Scenario, error) {
 		}
 		quiesce(w)
 		delivered := total(w.take())
+		failed := w.failed()
 		w.close()
+		if failed != nil {
+			return s, fmt.Errorf("informerd's watchers during the restart: %w; informerd keeps its streams open while it relists", failed)
+		}
 		labels := []Label{{"clients", strconv.Itoa(n) + " watchers on informerd"}}
 		t.add(labels, "pod requests at kube-apiserver", reqs)
 		t.add(labels, "pod response MiB", bytes/(1<<20))
