@@ -10,10 +10,10 @@ import (
 	"strings"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/testenv"
+	"github.com/informerd/informerd/pkg/client"
 )
 
 // daemon is an informerd process (testenv's) and a connection to it.
@@ -58,9 +58,11 @@ func startInformerd(bin string, c *cluster, dir, config string) (*daemon, error)
 	return d, nil
 }
 
+// dial connects to a gRPC server on loopback as informerd's Go client
+// package does (client.Dial: fixed flow-control windows, so no PING per
+// message), with room for the largest List response.
 func dial(addr string) (*grpc.ClientConn, error) {
-	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	return client.Dial(client.Config{Address: addr}, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
 }
 
 func (d *daemon) stop() {

@@ -46,6 +46,15 @@ type Config struct {
 	Insecure bool
 }
 
+// Flow-control windows of Dial's connections: how many bytes informerd may
+// send on one stream, and on the whole connection, before the client has
+// read them. Fixed windows turn off grpc-go's bandwidth probing, which
+// costs a PING and its answer per message of a quiet stream.
+const (
+	StreamWindow = 4 << 20
+	ConnWindow   = 16 << 20
+)
+
 // Dial returns a connection to informerd as c describes; opts are added
 // after the options Dial sets. Like grpc.NewClient it does not connect
 // until the first call. Close the connection when done.
@@ -70,6 +79,13 @@ func Dial(c Config, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	if c.TokenFile != "" {
 		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(&tokenFile{path: c.TokenFile, secure: tlsConf != nil}))
 	}
+	// Fixed flow-control windows. With grpc-go's default, a window that
+	// grows by probing the bandwidth-delay product, the client sends a
+	// PING after nearly every message of a quiet Watch stream, and
+	// informerd must read and answer each one: a second write for every
+	// event. Windows this large need no probing on the networks informerd
+	// serves, and are passed as options the caller's can override.
+	dialOpts = append(dialOpts, grpc.WithInitialWindowSize(StreamWindow), grpc.WithInitialConnWindowSize(ConnWindow))
 	conn, err := grpc.NewClient(target(c.Address), append(dialOpts, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("informerd client: %s: %w", c.Address, err)
