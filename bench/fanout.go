@@ -91,23 +91,29 @@ func (w *watchers) close() {
 // streams, so the servers are compared with the same number.
 const watchesPerConn = 100
 
-// grpcWatchers opens n Watch-by-index streams (informerd or the floor at
-// addr), watcher i on node i%nodes, over a connection per watchesPerConn
-// streams, and returns once every stream is admitted. slow, when set,
-// makes those watchers sleep after each event.
-func grpcWatchers(ctx context.Context, addr string, n, nodes int, slow func(i int) time.Duration) (*watchers, error) {
+// grpcWatchers opens Watch-by-index streams on informerd or the floor at
+// addr: watcher i of n on node i%nodes, for each i that pick selects (nil:
+// all), over a connection per watchesPerConn streams dialed with opts
+// after dial's, and returns once every stream is admitted. Each watcher
+// sleeps pause after each event.
+func grpcWatchers(ctx context.Context, addr string, n, nodes int, pick func(i int) bool, pause time.Duration, opts ...grpc.DialOption) (*watchers, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &watchers{got: make([][]receipt, n), cancel: cancel}
 	var client pb.CacheServiceClient
+	opened := 0
 	for i := range n {
+		if pick != nil && !pick(i) {
+			continue
+		}
 		var err error
-		if i%watchesPerConn == 0 {
+		if opened%watchesPerConn == 0 {
 			var conn *grpc.ClientConn
-			if conn, err = dial(addr); err == nil {
+			if conn, err = dial(addr, opts...); err == nil {
 				w.conns = append(w.conns, conn)
 				client = pb.NewCacheServiceClient(conn)
 			}
 		}
+		opened++
 		var stream grpc.ServerStreamingClient[pb.WatchResponse]
 		if err == nil {
 			sel := &pb.Selector{Index: &pb.IndexSelector{Name: "node", Values: []string{nodeName(i, nodes)}}}
@@ -120,10 +126,6 @@ func grpcWatchers(ctx context.Context, addr string, n, nodes int, slow func(i in
 			w.close()
 			return nil, fmt.Errorf("watcher %d: %w", i, err)
 		}
-		pause := time.Duration(0)
-		if slow != nil {
-			pause = slow(i)
-		}
 		w.wg.Go(func() {
 			for {
 				ev, err := stream.Recv()
@@ -135,7 +137,11 @@ func grpcWatchers(ctx context.Context, addr string, n, nodes int, slow func(i in
 				}
 				w.record(i, ev.GetResourceVersion())
 				if pause > 0 {
-					time.Sleep(pause)
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(pause):
+					}
 				}
 			}
 		})

@@ -60,9 +60,10 @@ func startInformerd(bin string, c *cluster, dir, config string) (*daemon, error)
 
 // dial connects to a gRPC server on loopback as informerd's Go client
 // package does (client.Dial: fixed flow-control windows, so no PING per
-// message), with room for the largest List response.
-func dial(addr string) (*grpc.ClientConn, error) {
-	return client.Dial(client.Config{Address: addr}, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+// message), with room for the largest List response, and opts after.
+func dial(addr string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
+	opts = append([]grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20))}, opts...)
+	return client.Dial(client.Config{Address: addr}, opts...)
 }
 
 func (d *daemon) stop() {

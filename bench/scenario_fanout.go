@@ -90,7 +90,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 			// pod watcher, to tell its cost of serving N watches.
 			apiPerWrite := map[string]float64{}
 			// (a) informerd.
-			w, err := grpcWatchers(ctx, b.informerd.grpcAddr, n, b.nodes, nil)
+			w, err := grpcWatchers(ctx, b.informerd.grpcAddr, n, b.nodes, nil, 0)
 			if err != nil {
 				return s, err
 			}
@@ -187,7 +187,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 			if err != nil {
 				return s, err
 			}
-			w, err = grpcWatchers(ctx, addr, n, b.nodes, nil)
+			w, err = grpcWatchers(ctx, addr, n, b.nodes, nil, 0)
 			if err != nil {
 				floor.stop()
 				return s, err

@@ -24,7 +24,7 @@ func dial(addr string) (*grpc.ClientConn, error) {
 	// not linked here to keep this client thin): no PING per message.
 	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)),
-		grpc.WithInitialWindowSize(4<<20), grpc.WithInitialConnWindowSize(16<<20))
+		grpc.WithStaticStreamWindowSize(4<<20), grpc.WithStaticConnWindowSize(16<<20))
 }
 
 // runThinChild lists the pods of one node from informerd and watches them:

@@ -47,9 +47,10 @@ type Config struct {
 }
 
 // Flow-control windows of Dial's connections: how many bytes informerd may
-// send on one stream, and on the whole connection, before the client has
-// read them. Fixed windows turn off grpc-go's bandwidth probing, which
-// costs a PING and its answer per message of a quiet stream.
+// send on one stream before the client has read them, and on the whole
+// connection before the client's transport has received them. Fixed
+// windows turn off grpc-go's bandwidth probing, which costs a PING and its
+// answer per message of a quiet stream.
 const (
 	StreamWindow = 4 << 20
 	ConnWindow   = 16 << 20
@@ -83,9 +84,12 @@ func Dial(c Config, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	// grows by probing the bandwidth-delay product, the client sends a
 	// PING after nearly every message of a quiet Watch stream, and
 	// informerd must read and answer each one: a second write for every
-	// event. Windows this large need no probing on the networks informerd
-	// serves, and are passed as options the caller's can override.
-	dialOpts = append(dialOpts, grpc.WithInitialWindowSize(StreamWindow), grpc.WithInitialConnWindowSize(ConnWindow))
+	// event. The fixed connection window is the most the probing would
+	// grow to; a message larger than the stream window (a big List page)
+	// is granted a window of its own size when read. A caller's options
+	// come after and may change the sizes; grpc-go has no option that
+	// turns the probing back on.
+	dialOpts = append(dialOpts, grpc.WithStaticStreamWindowSize(StreamWindow), grpc.WithStaticConnWindowSize(ConnWindow))
 	conn, err := grpc.NewClient(target(c.Address), append(dialOpts, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("informerd client: %s: %w", c.Address, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,13 +20,19 @@ import (
 )
 
 // trickle sends a Watch event every 2 ms, as a quiet stream does at a
-// modest rate of changes.
+// modest rate of changes, after a first event of big bytes if set.
 type trickle struct {
 	pb.UnimplementedCacheServiceServer
 	events int
+	big    int
 }
 
 func (tr trickle) Watch(_ *pb.WatchRequest, stream pb.CacheService_WatchServer) error {
+	if tr.big > 0 {
+		if err := stream.Send(&pb.WatchResponse{ResourceVersion: strings.Repeat("x", tr.big)}); err != nil {
+			return err
+		}
+	}
 	for i := range tr.events {
 		if err := stream.Send(&pb.WatchResponse{ResourceVersion: string(rune('a' + i%26))}); err != nil {
 			return err
@@ -67,7 +74,7 @@ func (c *recordedConn) Read(p []byte) (int, error) {
 // pingsSent watches events from a trickle server over a connection dialed
 // by dial and returns how many PING frames (not acknowledgements) the
 // client sent the server.
-func pingsSent(t *testing.T, events int, dial func(addr string) (*grpc.ClientConn, error)) int {
+func pingsSent(t *testing.T, tr trickle, dial func(addr string) (*grpc.ClientConn, error)) int {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -75,28 +82,39 @@ func pingsSent(t *testing.T, events int, dial func(addr string) (*grpc.ClientCon
 	}
 	rec := &recording{Listener: lis}
 	gs := grpc.NewServer()
-	pb.RegisterCacheServiceServer(gs, trickle{events: events})
+	pb.RegisterCacheServiceServer(gs, tr)
 	go func() { _ = gs.Serve(rec) }()
 	defer gs.Stop()
 	conn, err := dial(lis.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, err := pb.NewCacheServiceClient(conn).Watch(context.Background(), &pb.WatchRequest{Resource: "pods"})
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stream, err := pb.NewCacheServiceClient(conn).Watch(ctx, &pb.WatchRequest{Resource: "pods"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := tr.events
+	if tr.big > 0 {
+		want++
+	}
 	got := 0
 	for ; ; got++ {
-		if _, err := stream.Recv(); err != nil {
+		ev, err := stream.Recv()
+		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				t.Fatal(err)
 			}
 			break
 		}
+		if got == 0 && tr.big > 0 && len(ev.GetResourceVersion()) != tr.big {
+			t.Fatalf("the first event holds %d bytes, want %d", len(ev.GetResourceVersion()), tr.big)
+		}
 	}
-	if got != events {
-		t.Fatalf("received %d events, want %d", got, events)
+	if got != want {
+		t.Fatalf("received %d events, want %d", got, want)
 	}
 	conn.Close()
 	gs.Stop()
@@ -127,7 +145,7 @@ func pingsSent(t *testing.T, events int, dial func(addr string) (*grpc.ClientCon
 // answer each, which doubled a server's writes per event.
 func TestDialNoPingPerMessage(t *testing.T) {
 	const events = 50
-	plain := pingsSent(t, events, func(addr string) (*grpc.ClientConn, error) {
+	plain := pingsSent(t, trickle{events: events}, func(addr string) (*grpc.ClientConn, error) {
 		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	})
 	// The control: grpc-go's defaults do ping, so the count below means
@@ -135,11 +153,21 @@ func TestDialNoPingPerMessage(t *testing.T) {
 	if plain < events/5 {
 		t.Fatalf("grpc-go's default client sent %d PINGs for %d spaced messages; this test expects it to probe", plain, events)
 	}
-	ours := pingsSent(t, events, func(addr string) (*grpc.ClientConn, error) {
+	ours := pingsSent(t, trickle{events: events}, func(addr string) (*grpc.ClientConn, error) {
 		return client.Dial(client.Config{Address: addr})
 	})
 	if ours != 0 {
 		t.Errorf("client.Dial's connection sent %d PINGs for %d messages (grpc-go's default sent %d), want none", ours, events, plain)
 	}
 	t.Logf("PINGs for %d messages 2 ms apart: %d with grpc-go's defaults, %d with client.Dial", events, plain, ours)
+}
+
+// TestDialLargeMessage sends a message twice the stream window through a
+// connection of Dial, as a large List page is: a fixed window must not
+// stall it.
+func TestDialLargeMessage(t *testing.T) {
+	size := 2 * client.StreamWindow
+	pingsSent(t, trickle{events: 3, big: size}, func(addr string) (*grpc.ClientConn, error) {
+		return client.Dial(client.Config{Address: addr}, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(size+1024)))
+	})
 }
