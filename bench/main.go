@@ -59,6 +59,10 @@ var modes = map[string]bench{
 	"full":  {runs: 3, pods: 10000, nodes: 100, watchers: []int{10, 100, 1000}, phaseTime: 15 * time.Second, pacedTime: time.Minute, memorySizes: []int{10000, 50000}, sidecars: []int{10, 50}, lists: 1000, relistPods: 500, relistN: 1000, relistSettle: 30 * time.Second},
 }
 
+// largest is the largest watcher count (b.watchers is sorted): its
+// fan-out is profiled and the goals are judged at it.
+func (b *bench) largest() int { return b.watchers[len(b.watchers)-1] }
+
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
@@ -108,7 +112,7 @@ func main() {
 			}
 			b.watchers = append(b.watchers, n)
 		}
-		slices.Sort(b.watchers) // the last is the largest: its fan-out is profiled and judged
+		slices.Sort(b.watchers) // b.largest() is the last
 	}
 	if err := run(&b, *out, strings.Split(*only, ",")); err != nil {
 		logf("FAILED: %v", err)

@@ -35,11 +35,12 @@ type phase struct {
 	rate float64 // writes per second; 0: as fast as the API server takes them
 }
 
+// pacedNote is the results note's words for a paced phase longer than the others.
 func pacedNote(b *bench) string {
 	if b.pacedTime == 0 || b.pacedTime == b.phaseTime {
 		return ""
 	}
-	return fmt.Sprintf(", the 100/s phase with %d watchers for %v (more profile samples)", b.watchers[len(b.watchers)-1], b.pacedTime)
+	return fmt.Sprintf(", the 100/s phase with %d watchers for %v (more profile samples)", b.largest(), b.pacedTime)
 }
 
 // phaseDuration is how long phase ph writes with n watchers. The paced
@@ -48,7 +49,7 @@ func pacedNote(b *bench) string {
 // core, and a 15 s CPU profile of it then holds only about 50 samples,
 // too few for a stable serving share.
 func (b *bench) phaseDuration(n int, ph phase) time.Duration {
-	if ph.rate > 0 && b.pacedTime > 0 && n == b.watchers[len(b.watchers)-1] {
+	if ph.rate > 0 && b.pacedTime > 0 && n == b.largest() {
 		return b.pacedTime
 	}
 	return b.phaseTime
@@ -229,7 +230,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 		}
 	}
 	s.Rows = t.rows()
-	nmax := strconv.Itoa(b.watchers[len(b.watchers)-1])
+	nmax := strconv.Itoa(b.largest())
 	// Both phases, and three measures. Serving CPU from the profiles
 	// (the share of samples in watch-serving code) is the like-for-like
 	// one; serving CPU by subtraction is a difference of two totals for
@@ -325,7 +326,7 @@ func (b *bench) profilePhase(n int, ph phase, d time.Duration, name string, fetc
 				out <- nan
 				return
 			}
-			if b.profileDir != "" && n == b.watchers[len(b.watchers)-1] {
+			if b.profileDir != "" && n == b.largest() {
 				phase := strings.ReplaceAll(ph.name, "/", "per") // "100/s" is "100pers"
 				file := fmt.Sprintf("%s-%dwatchers-%s.pprof", name, n, phase)
 				if kind != "profile" {

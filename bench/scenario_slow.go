@@ -28,7 +28,7 @@ func slowConsumers(ctx context.Context, b *bench) (Scenario, error) {
 		Columns: []string{"fast watchers' events/s", "fast watchers' p50 ms", "fast watchers' p99 ms", "slow watchers' pause ms", "slow watchers' events/s", "slow streams ended", "informerd heap MiB after the burst"},
 	}
 	t := newTable()
-	n := b.watchers[len(b.watchers)-1]
+	n := b.largest()
 	isSlow := func(i int) bool { return i%100 == 0 }
 	isFast := func(i int) bool { return !isSlow(i) }
 	var lastPause time.Duration
