@@ -39,7 +39,7 @@ func slowConsumers(ctx context.Context, b *bench) (Scenario, error) {
 		var pause time.Duration
 		for _, withSlow := range []bool{false, true} {
 			variant := "no slow watcher"
-			pick := func(int) bool { return true }
+			var pick func(int) bool // nil: every watcher
 			if withSlow {
 				variant = "1% slow (a tenth of the speed)"
 				pick = isFast
