@@ -114,7 +114,8 @@ func (w *Watcher) deliver(ev indexer.Event) {
 	sameGroup := ev.ResourceVersion == w.lastRV
 	if ok {
 		if !w.q.push(it, sameGroup) {
-			w.lagging = true
+			// Replay brings the client past any bookmark pending.
+			w.lagging, w.pendingBookmark = true, ""
 			w.wake()
 			return
 		}
@@ -209,7 +210,7 @@ func (w *Watcher) replay() ([]Item, error) {
 		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		w.lagging = false
+		w.lagging, w.pendingBookmark = false, ""
 		w.lastRV = at
 		if len(items) > 0 {
 			w.sentRV = items[len(items)-1].ResourceVersion
