@@ -44,6 +44,7 @@ func startInformerd(bin string, c *cluster, dir, config string) (*daemon, error)
 	}
 	td, err := testenv.StartDaemon(bin, cfgFile, c.kubeconfig,
 		"--max-watches=100000", "--max-watches-per-identity=100000", "--watch-rate=1000000", "--watch-burst=1000000",
+		"--list-rate=1000000", "--list-burst=1000000",
 		"--max-streams-per-connection=100000")
 	if err != nil {
 		return nil, err

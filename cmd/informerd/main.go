@@ -111,9 +111,14 @@ func main() {
 	flag.DurationVar(&o.recheckInterval, "auth-recheck-interval", time.Second, "how often an open Watch re-checks its caller's token and permission (answered from the caches above)")
 
 	flag.IntVar(&o.maxWatches, "max-watches", 10000, "most Watch streams open at once, over all clients")
-	flag.IntVar(&o.limits.MaxWatchesPerIdentity, limits.MaxWatchesPerIdentity, limits.DefaultMaxWatchesPerIdentity, "most Watch streams one client identity may have open")
-	flag.Float64Var(&o.limits.WatchRate, limits.WatchRate, limits.DefaultWatchRate, "new Watch calls per second one client identity may start (token bucket)")
-	flag.IntVar(&o.limits.WatchBurst, "watch-burst", limits.DefaultWatchBurst, "new Watch calls one client identity may start at once")
+	flag.IntVar(&o.limits.MaxWatchesPerIdentity, limits.MaxWatchesPerIdentity, limits.DefaultMaxWatchesPerIdentity, "most Watch streams one client identity may have open (with --auth-mode none, each connection is an identity)")
+	flag.Float64Var(&o.limits.WatchRate, limits.WatchRate, limits.DefaultWatchRate, "new Watch calls per second one client identity may start (token bucket); calls past it wait their turn (--max-queue-wait)")
+	flag.IntVar(&o.limits.WatchBurst, limits.WatchBurst, limits.DefaultWatchBurst, "new Watch calls one client identity may start at once")
+	flag.Float64Var(&o.limits.ListRate, limits.ListRate, limits.DefaultListRate, "new List calls (first pages) per second one client identity may start (token bucket); calls past it wait their turn (--max-queue-wait)")
+	flag.IntVar(&o.limits.ListBurst, limits.ListBurst, limits.DefaultListBurst, "new List calls one client identity may start at once")
+	flag.DurationVar(&o.limits.MaxQueueWait, limits.MaxQueueWait, limits.DefaultMaxQueueWait, "longest a Watch or List call past its identity's rate waits for its turn; one whose turn is further off, or after its deadline, is refused at once with RESOURCE_EXHAUSTED and the delay as RetryInfo")
+	flag.IntVar(&o.limits.MaxQueuedPerIdentity, limits.MaxQueuedPerIdentity, limits.DefaultMaxQueuedPerIdentity, "most calls of one client identity waiting for their turn at once")
+	flag.IntVar(&o.limits.MaxQueued, limits.MaxQueued, limits.DefaultMaxQueued, "most calls waiting for their turn at once, over all clients")
 	flag.IntVar(&o.limits.MaxIdentities, limits.MaxIdentities, limits.DefaultMaxIdentities, "most client identities tracked for the per-identity limits")
 	flag.UintVar(&o.maxStreamsConn, "max-streams-per-connection", 1000, "most concurrent gRPC streams on one client connection")
 	flag.IntVar(&o.maxRecvMsgBytes, "max-request-bytes", 1<<20, "largest request message accepted")
@@ -251,6 +256,7 @@ func run1(ctx context.Context, o options, log *slog.Logger) error {
 
 	grpcMetrics := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
 	reg.MustRegister(grpcMetrics)
+	o.limits.Waited = m.ObserveLimitWait
 	cacheSrv := server.New(caches, server.Options{
 		MaxWatches:      o.maxWatches,
 		MaxPageSize:     o.maxPageSize,

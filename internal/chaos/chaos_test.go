@@ -248,6 +248,7 @@ func TestChaos(t *testing.T) {
 			t.Fatal(err)
 		}
 		d, err := testenv.StartDaemon(bin, config, kubeconfig, "--watch-rate=100000", "--watch-burst=100000", "--max-watches-per-identity=100000",
+			"--list-rate=100000", "--list-burst=100000",
 			"--keepalive-time=2s", "--keepalive-timeout=2s")
 		if err != nil {
 			t.Fatal(err)

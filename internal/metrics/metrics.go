@@ -16,6 +16,7 @@ type Metrics struct {
 	delivery     *prometheus.HistogramVec
 	streamsEnded *prometheus.CounterVec
 	limitHits    *prometheus.CounterVec
+	limitWaits   *prometheus.HistogramVec
 }
 
 // delayBuckets span 100µs to ~100s.
@@ -42,8 +43,13 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "informerd_limit_rejections_total",
 			Help: "Calls refused with RESOURCE_EXHAUSTED (List limits clamped), by the limit's flag name.",
 		}, []string{"limit"}),
+		limitWaits: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "informerd_limit_wait_seconds",
+			Help:    "How long calls past their client's rate waited for their turn before they were admitted, by the rate's flag name.",
+			Buckets: delayBuckets,
+		}, []string{"limit"}),
 	}
-	reg.MustRegister(m.ingest, m.delivery, m.streamsEnded, m.limitHits)
+	reg.MustRegister(m.ingest, m.delivery, m.streamsEnded, m.limitHits, m.limitWaits)
 	return m
 }
 
@@ -75,5 +81,13 @@ func (m *Metrics) StreamEnded(resource, reason string) {
 func (m *Metrics) LimitHit(limit string) {
 	if m != nil {
 		m.limitHits.WithLabelValues(limit).Inc()
+	}
+}
+
+// ObserveLimitWait records how long a call waited for its turn under the
+// named rate before it was admitted.
+func (m *Metrics) ObserveLimitWait(limit string, d time.Duration) {
+	if m != nil {
+		m.limitWaits.WithLabelValues(limit).Observe(d.Seconds())
 	}
 }

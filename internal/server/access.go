@@ -2,10 +2,14 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/peer"
+	"k8s.io/apiserver/pkg/authentication/user"
 
+	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/auth"
 	"github.com/informerd/informerd/internal/pipeline"
 )
@@ -24,7 +28,8 @@ func open(fullMethod string) bool {
 }
 
 // UnaryInterceptor authenticates every unary call but the open ones and puts
-// the caller in its context. Install it with grpc.ChainUnaryInterceptor.
+// the caller in its context; a List's first page waits for its caller's
+// turn under Limits. Install it with grpc.ChainUnaryInterceptor.
 func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if open(info.FullMethod) {
@@ -34,13 +39,24 @@ func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 		if err != nil {
 			return nil, toStatus(err)
 		}
+		// Only a List's first page starts a read; the pages after it come
+		// from the same snapshot.
+		if l, ok := req.(*pb.ListRequest); ok && s.opts.Limits != nil && l.GetContinueToken() == "" {
+			err := s.untilStop(ctx, func(ctx context.Context) error {
+				return s.opts.Limits.StartList(ctx, limitClient(ctx, u))
+			})
+			if err != nil {
+				return nil, s.refused(err)
+			}
+		}
 		return handler(auth.WithIdentity(ctx, u), req)
 	}
 }
 
 // StreamInterceptor authenticates every streaming call but the open ones,
-// and admits a Watch only within its caller's limits. It counts the
-// requests of every streaming call that grpc refused for their size.
+// and admits a Watch only within its caller's limits, after its turn under
+// Limits. It counts the requests of every streaming call that grpc refused
+// for their size.
 func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 		defer func() { s.countTooLarge(err) }()
@@ -53,7 +69,11 @@ func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
 			return toStatus(err)
 		}
 		if s.opts.Limits != nil {
-			release, err := s.opts.Limits.StartWatch(u.GetName())
+			var release func()
+			err := s.untilStop(ctx, func(ctx context.Context) (err error) {
+				release, err = s.opts.Limits.StartWatch(ctx, limitClient(ctx, u))
+				return err
+			})
 			if err != nil {
 				return s.refused(err)
 			}
@@ -61,6 +81,28 @@ func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
 		}
 		return handler(srv, &identityStream{ServerStream: ss, ctx: auth.WithIdentity(ctx, u)})
 	}
+}
+
+// untilStop calls admit with ctx, ended also (with errShutdown) when the
+// server stops: a call waiting for its turn does not hold up shutdown.
+func (s *Server) untilStop(ctx context.Context, admit func(context.Context) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(s.stopping, func() { cancel(context.Cause(s.stopping)) })()
+	return admit(ctx)
+}
+
+// limitClient names the client whose limits a call of u counts against:
+// the authenticated user or certificate identity; for an anonymous caller
+// (--auth-mode none, where every caller is the same user), its connection,
+// so that one client's burst is not every client's.
+func limitClient(ctx context.Context, u user.Info) string {
+	if u.GetName() == user.Anonymous {
+		if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+			return "connection " + p.Addr.String()
+		}
+	}
+	return fmt.Sprintf("user %q", u.GetName())
 }
 
 // identityStream is a ServerStream whose context carries the caller.

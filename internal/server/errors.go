@@ -8,6 +8,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/informerd/informerd/internal/auth"
 	"github.com/informerd/informerd/internal/indexer"
@@ -26,12 +28,23 @@ const (
 	errorDomain           = "informerd.io"
 )
 
-func withInfo(c codes.Code, reason, msg string, meta map[string]string) error {
+func withInfo(c codes.Code, reason, msg string, meta map[string]string, more ...protoadapt.MessageV1) error {
 	st := status.New(c, msg)
-	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: errorDomain, Metadata: meta}); err == nil {
+	details := append([]protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: reason, Domain: errorDomain, Metadata: meta}}, more...)
+	if d, err := st.WithDetails(details...); err == nil {
 		st = d
 	}
 	return st.Err()
+}
+
+// exhausted is a limit's refusal: RESOURCE_EXHAUSTED naming the limit, and
+// when the client's turn would come, if the limit knows it.
+func exhausted(e *limits.Exceeded) error {
+	var retry []protoadapt.MessageV1
+	if e.RetryAfter > 0 {
+		retry = append(retry, &errdetails.RetryInfo{RetryDelay: durationpb.New(e.RetryAfter)})
+	}
+	return withInfo(codes.ResourceExhausted, ReasonLimit, e.Msg, map[string]string{"limit": e.Limit}, retry...)
 }
 
 func invalid(format string, args ...any) error {
@@ -75,9 +88,11 @@ func toStatus(err error) error {
 	}
 	var exceeded *limits.Exceeded
 	if errors.As(err, &exceeded) {
-		return withInfo(codes.ResourceExhausted, ReasonLimit, exceeded.Msg, map[string]string{"limit": exceeded.Limit})
+		return exhausted(exceeded)
 	}
 	switch {
+	case errors.Is(err, errShutdown):
+		return withInfo(codes.Unavailable, ReasonShutdown, "informerd is shutting down; call again (another replica, or this one once it is back)", nil)
 	case errors.Is(err, indexer.ErrTooOld):
 		return withInfo(codes.OutOfRange, ReasonTooOld, err.Error()+"; list again and watch from the list's resourceVersion", nil)
 	case errors.Is(err, indexer.ErrBadResourceVersion), errors.Is(err, indexer.ErrUnknownIndex):

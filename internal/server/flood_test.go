@@ -37,7 +37,9 @@ func (headerIdentity) Authenticate(ctx context.Context) (user.Info, error) {
 }
 
 // TestFlood: one client opening Watch streams as fast as it can, far past
-// its limits, gets RESOURCE_EXHAUSTED naming each limit, while a
+// its limits, holds no more than its 50 streams: the calls past them get
+// RESOURCE_EXHAUSTED naming the limit at once (a Watch that would be
+// refused when its turn comes is refused before it waits), while a
 // well-behaved client keeps receiving every change; memory and goroutines
 // come back when the flood ends.
 func TestFlood(t *testing.T) {

@@ -63,9 +63,8 @@ func (s *Server) NewGRPC(o GRPCOptions) *grpc.Server {
 		grpc.ChainStreamInterceptor(append(o.Stream, s.StreamInterceptor())...),
 		// Responses with objects are sent pre-encoded (codec.go).
 		grpc.ForceServerCodecV2(newCodec()),
-	}
-	if o.Creds != nil {
-		opts = append(opts, grpc.Creds(o.Creds))
+		// Connections are told apart for the limits (conn.go).
+		grpc.Creds(numbered(o.Creds)),
 	}
 	gs := grpc.NewServer(opts...)
 	s.Register(gs, s.serviceDesc(), s)

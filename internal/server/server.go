@@ -82,6 +82,10 @@ type Server struct {
 	hubs   map[*pipeline.Pipeline]*fanout.Hub
 	// watches counts open Watch streams, against MaxWatches.
 	watches atomic.Int64
+	// stopping ends, with errShutdown, when Stop is called: calls waiting
+	// for their turn under Limits end then too.
+	stopping context.Context
+	stop     context.CancelCauseFunc
 }
 
 var _ pb.CacheServiceServer = (*Server)(nil)
@@ -113,6 +117,7 @@ func New(caches Caches, opts Options) *Server {
 		opts.RecheckInterval = time.Second
 	}
 	s := &Server{caches: caches, opts: opts, hubs: map[*pipeline.Pipeline]*fanout.Hub{}}
+	s.stopping, s.stop = context.WithCancelCause(context.Background())
 	for _, p := range caches.Pipelines() {
 		s.hubs[p] = fanout.New(p.Indexer(), fanout.Options{QueueLength: opts.WatchQueueLength})
 	}
@@ -128,9 +133,11 @@ func (s *Server) WatchStats(p *pipeline.Pipeline) fanout.Stats {
 }
 
 // Stop ends every watch stream with UNAVAILABLE and the resourceVersion to
-// resume from; call it before grpc.Server.GracefulStop, which waits for
+// resume from, and every call waiting for its turn under Limits with
+// UNAVAILABLE; call it before grpc.Server.GracefulStop, which waits for
 // streams to end. It is idempotent.
 func (s *Server) Stop() {
+	s.stop(errShutdown)
 	for _, h := range s.hubs {
 		h.Close(errShutdown)
 	}

@@ -81,16 +81,7 @@ resources:
 // connection until the test ends.
 func serve(t *testing.T, yaml string, opts ...server.Options) *fixture {
 	t.Helper()
-	c, err := config.Parse([]byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := pipeline.NewSet(c, env.Config, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Run(t, set)
-
+	set := runCaches(t, yaml)
 	lis := bufconn.Listen(1 << 20)
 	o := server.Options{DefaultPageSize: 2, MaxPageSize: 3, WatchQueueLength: 100}
 	if len(opts) > 0 {
@@ -109,6 +100,21 @@ func serve(t *testing.T, yaml string, opts ...server.Options) *fixture {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return &fixture{client: pb.NewCacheServiceClient(conn), health: healthpb.NewHealthClient(conn), kube: kubernetes.NewForConfigOrDie(env.Config), srv: srv, set: set}
+}
+
+// runCaches runs the caches of the config yaml until the test ends.
+func runCaches(t *testing.T, yaml string) *pipeline.Set {
+	t.Helper()
+	c, err := config.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := pipeline.NewSet(c, env.Config, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Run(t, set)
+	return set
 }
 
 func names(objs []*pb.Object) []string {
