@@ -48,10 +48,7 @@ var _ watch.Interface = (*streamWatch)(nil)
 // startWatch starts req and returns once informerd has admitted it (it
 // sends response headers at once) or with the error that refused it.
 func startWatch(ctx context.Context, c pb.CacheServiceClient, req *pb.WatchRequest, cd *codec, o watchOptions) (watch.Interface, error) {
-	sctx, cancel := context.WithCancel(ctx)
-	if o.timeoutSeconds != nil && *o.timeoutSeconds > 0 {
-		sctx, cancel = context.WithTimeout(ctx, time.Duration(*o.timeoutSeconds)*time.Second)
-	}
+	sctx, cancel := watchContext(ctx, o)
 	stream, err := c.Watch(sctx, req)
 	if err != nil {
 		cancel()
@@ -71,6 +68,15 @@ func startWatch(ctx context.Context, c pb.CacheServiceClient, req *pb.WatchReque
 	w := &streamWatch{stream: stream, codec: cd, opts: o, result: make(chan watch.Event), cancel: cancel, done: make(chan struct{})}
 	go w.receive(sctx)
 	return w, nil
+}
+
+// watchContext is the stream's context: ctx, with the watch's timeout when
+// one is set. Its one cancel func ends the stream and releases the context.
+func watchContext(ctx context.Context, o watchOptions) (context.Context, context.CancelFunc) {
+	if o.timeoutSeconds != nil && *o.timeoutSeconds > 0 {
+		return context.WithTimeout(ctx, time.Duration(*o.timeoutSeconds)*time.Second)
+	}
+	return context.WithCancel(ctx)
 }
 
 // toAPIError returns FromError's *Error, or an API status error for an
