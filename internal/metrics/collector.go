@@ -8,6 +8,7 @@ import (
 	"github.com/informerd/informerd/internal/fanout"
 	"github.com/informerd/informerd/internal/object"
 	"github.com/informerd/informerd/internal/pipeline"
+	"github.com/informerd/informerd/internal/reflector"
 )
 
 // Caches is what the collector reads at scrape time.
@@ -43,6 +44,13 @@ var (
 	descQueueMax    = desc("informerd_watch_queue_depth_max", "The longest queue of undelivered changes among the Watch streams.")
 	descOldest      = desc("informerd_watch_oldest_undelivered_seconds", "Age of the oldest change that some Watch stream has not been handed yet; 0 when none waits.")
 	descCoalesced   = desc("informerd_watch_coalesced_events_total", "Changes absorbed by coalescing Watch streams (slow_consumer_policy COALESCE).")
+
+	descIngestErrors = prometheus.NewDesc("informerd_cache_ingest_errors_total",
+		"Changes from the API server that could not be cached, by reason: encode (the object could not be encoded), queue (the queue refused it). Each is recovered by listing again.",
+		[]string{"resource", "reason"}, nil)
+	descIndexErrors = prometheus.NewDesc("informerd_index_errors_total",
+		"Evaluations of an index expression that failed on an object, which was cached without a value in that index.",
+		[]string{"resource", "index"}, nil)
 )
 
 func desc(name, help string) *prometheus.Desc {
@@ -58,7 +66,7 @@ var _ prometheus.Collector = (*Collector)(nil)
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descObjects, descBytes, descRV, descSynced, descHistory, descStaleness, descRelists, descWatchStarts, descExpired, descErrors, descWatchers, descQueueMax, descOldest, descCoalesced} {
+	for _, d := range []*prometheus.Desc{descObjects, descBytes, descRV, descSynced, descHistory, descStaleness, descRelists, descWatchStarts, descExpired, descErrors, descWatchers, descQueueMax, descOldest, descCoalesced, descIngestErrors, descIndexErrors} {
 		ch <- d
 	}
 }
@@ -99,10 +107,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descOldest, age)
 			counter(descCoalesced, ws.Coalesced)
 		}
+		for index, n := range p.IndexErrors() {
+			ch <- prometheus.MustNewConstMetric(descIndexErrors, prometheus.CounterValue, float64(n), name, index)
+		}
 		sig := p.Signals()
 		if sig == nil {
 			continue
 		}
+		ch <- prometheus.MustNewConstMetric(descIngestErrors, prometheus.CounterValue, float64(sig.EncodeErrors.Load()), name, reflector.ReasonEncode)
+		ch <- prometheus.MustNewConstMetric(descIngestErrors, prometheus.CounterValue, float64(sig.QueueErrors.Load()), name, reflector.ReasonQueue)
 		if last := sig.LastEventTime(); !last.IsZero() {
 			gauge(descStaleness, c.now().Sub(last).Seconds())
 		}

@@ -29,6 +29,13 @@ func TestMain(m *testing.M) { testenv.Main(m, &env) }
 // value returns the value of the series name{resource=...} from reg.
 func value(t *testing.T, reg *prometheus.Registry, name, resource string) (float64, bool) {
 	t.Helper()
+	return series(t, reg, name, map[string]string{"resource": resource})
+}
+
+// series returns the value of the first series name{labels...} from reg:
+// a histogram's is its count of samples.
+func series(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -37,9 +44,12 @@ func value(t *testing.T, reg *prometheus.Registry, name, resource string) (float
 		if f.GetName() != name {
 			continue
 		}
+	metrics:
 		for _, m := range f.GetMetric() {
-			if !hasLabel(m, "resource", resource) {
-				continue
+			for k, v := range labels {
+				if !hasLabel(m, k, v) {
+					continue metrics
+				}
 			}
 			switch {
 			case m.GetGauge() != nil:
@@ -158,4 +168,68 @@ func TestDeliveryObserver(t *testing.T) {
 	}
 	var none *metrics.Metrics
 	none.DeliveryObserver("pods")(time.Second) // must not panic
+}
+
+// TestErrorCounters: an index expression that fails on a cached object is
+// counted under its resource and index, and the changes not cached are
+// counted by reason (none here); both are documented.
+func TestErrorCounters(t *testing.T) {
+	const ns = "error-counters"
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	ctx := context.Background()
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// {.data.list[0]} fails on a string.
+	for name, data := range map[string]map[string]string{"fails": {"list": "not a list"}, "fine": nil} {
+		if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := config.Parse([]byte(`resources: [{resource: configmaps, namespace: error-counters, indexes: [{name: first, jsonpath: "{.data.list[0]}"}]}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	set, err := pipeline.NewSet(c, env.Config, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.MustRegister(metrics.NewCollector(set, nil))
+	testenv.Run(t, set)
+	testenv.Eventually(t, time.Minute, "informerd_cache_objects{resource=configmaps} to reach 2", func() bool {
+		v, _ := value(t, reg, "informerd_cache_objects", "configmaps")
+		return v == 2
+	})
+
+	tests := []struct {
+		name   string
+		labels map[string]string
+		check  func(v float64) bool
+		want   string
+	}{
+		{"informerd_index_errors_total", map[string]string{"resource": "configmaps", "index": "first"}, func(v float64) bool { return v >= 1 }, ">= 1"},
+		{"informerd_index_errors_total", map[string]string{"resource": "configmaps", "index": "namespace"}, func(v float64) bool { return v == 0 }, "0"},
+		{"informerd_cache_ingest_errors_total", map[string]string{"resource": "configmaps", "reason": "encode"}, func(v float64) bool { return v == 0 }, "0"},
+		{"informerd_cache_ingest_errors_total", map[string]string{"resource": "configmaps", "reason": "queue"}, func(v float64) bool { return v == 0 }, "0"},
+	}
+	doc := readDoc(t)
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.name, tt.labels), func(t *testing.T) {
+			v, ok := series(t, reg, tt.name, tt.labels)
+			if !ok || !tt.check(v) {
+				t.Errorf("%s%v = %v (present %v), want %s", tt.name, tt.labels, v, ok, tt.want)
+			}
+			if !strings.Contains(doc, "`"+tt.name+"`") {
+				t.Errorf("%s is not documented in docs/metrics.md", tt.name)
+			}
+		})
+	}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"unique"
 
 	"github.com/buger/jsonparser"
@@ -24,17 +25,27 @@ type IndexSpec struct {
 	JSONPath string
 }
 
-// Encoder turns the API server's objects into Objects. It is not safe for
-// concurrent use; each pipeline owns one.
+// Encoder turns the API server's objects into Objects. Its methods may be
+// called concurrently, each call with a Raw of its own (Encode and
+// Transform edit the Raw they are given); each pipeline owns one.
 type Encoder struct {
-	// IndexErrors counts index evaluations that failed; the object was
-	// cached without a value in that index.
-	IndexErrors int64
-
 	names              []string
 	funcs              []func(*Raw, Labels) ([]string, error)
+	indexErrors        []atomic.Int64 // per index, in the order of names
 	stripManagedFields bool
 }
+
+// IndexError is an index expression that failed on an object, e.g.
+// {.status.conditions[0].type} on an empty list: the object is cached
+// without a value in that index.
+type IndexError struct {
+	Index string
+	Err   error
+}
+
+func (e IndexError) Error() string { return fmt.Sprintf("index %q: %v", e.Index, e.Err) }
+
+func (e IndexError) Unwrap() error { return e.Err }
 
 // NewEncoder builds an encoder for the given indexes (the namespace index is
 // added first) and transform.
@@ -52,11 +63,23 @@ func NewEncoder(specs []IndexSpec, stripManagedFields bool) (*Encoder, error) {
 		e.names = append(e.names, s.Name)
 		e.funcs = append(e.funcs, f)
 	}
+	e.indexErrors = make([]atomic.Int64, len(e.funcs))
 	return e, nil
 }
 
 // IndexNames returns the index names in the order of Object.Values.
 func (e *Encoder) IndexNames() []string { return e.names }
+
+// IndexErrors returns, in the order of IndexNames, how many evaluations of
+// each index failed since the encoder was built: every Encode counts, so
+// an object that keeps failing counts at each of its events and relists.
+func (e *Encoder) IndexErrors() []int64 {
+	out := make([]int64, len(e.indexErrors))
+	for i := range e.indexErrors {
+		out[i] = e.indexErrors[i].Load()
+	}
+	return out
+}
 
 // Transform applies the configured transform to r's JSON in place. It runs
 // in Encode and also on objects the Reflector buffers during a streaming
@@ -85,12 +108,21 @@ func (e *Encoder) EncodeUnstructured(u *unstructured.Unstructured) (*Object, err
 }
 
 // Encode transforms r, computes its index values and encodes it once. The
-// Object keeps none of r's memory.
+// Object keeps none of r's memory. An index that fails on r is counted
+// (IndexErrors) and left without a value; EncodeWithIndexErrors also says
+// which.
 func (e *Encoder) Encode(r *Raw) (*Object, error) {
+	o, _, err := e.EncodeWithIndexErrors(r)
+	return o, err
+}
+
+// EncodeWithIndexErrors is Encode, also returning the indexes that failed
+// on r (nil when none did).
+func (e *Encoder) EncodeWithIndexErrors(r *Raw) (*Object, []IndexError, error) {
 	e.Transform(r)
 	labels, err := parseLabels(r.JSON)
 	if err != nil {
-		return nil, fmt.Errorf("encode %s/%s: %w", r.Namespace, r.Name, err)
+		return nil, nil, fmt.Errorf("encode %s/%s: %w", r.Namespace, r.Name, err)
 	}
 	ns, name := r.Namespace, r.Name
 	// A copy of its own length: r.JSON may have room left by the transform.
@@ -103,12 +135,14 @@ func (e *Encoder) Encode(r *Raw) (*Object, error) {
 		o.Namespace, o.Name = o.Key[:len(ns)], o.Key[len(ns)+1:]
 	}
 	o.Values = make([][]string, len(e.funcs))
+	var failed []IndexError
 	for i, f := range e.funcs {
 		vs, err := f(r, labels)
 		if err != nil {
-			// E.g. {.status.conditions[0].type} on an empty list. The object
-			// is still cached; it just has no value in this index.
-			e.IndexErrors++
+			// The object is still cached; it just has no value in this
+			// index.
+			e.indexErrors[i].Add(1)
+			failed = append(failed, IndexError{Index: e.names[i], Err: err})
 			continue
 		}
 		for j, v := range vs {
@@ -116,7 +150,7 @@ func (e *Encoder) Encode(r *Raw) (*Object, error) {
 		}
 		o.Values[i] = vs
 	}
-	return o, nil
+	return o, failed, nil
 }
 
 // parseLabels reads metadata.labels, sorted by key and interned.

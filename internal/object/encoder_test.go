@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -163,8 +164,105 @@ func TestJSONPathRangeAndOutOfRange(t *testing.T) {
 			t.Errorf("object %d: index into a missing list = %v, want no value", i, o.Values[2])
 		}
 	}
-	if enc.IndexErrors == 0 {
-		t.Error("IndexErrors = 0, want the out-of-range lookups counted")
+	if diff := cmp.Diff([]int64{0, 0, 3}, enc.IndexErrors()); diff != "" {
+		t.Errorf("IndexErrors, want the out-of-range lookups counted (-want +got):\n%s", diff)
+	}
+}
+
+// podWithConditions is testPod's JSON with status.conditions.
+func podWithConditions(t *testing.T, conditions []any) []byte {
+	t.Helper()
+	u := testPod()
+	u.Object["status"] = map[string]any{"conditions": conditions}
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestEncodeWithIndexErrors: each failing index is counted on its own and
+// named in the result; the others keep their values.
+func TestEncodeWithIndexErrors(t *testing.T) {
+	enc, err := NewEncoder([]IndexSpec{
+		{Name: "node", JSONPath: "{.spec.nodeName}"},
+		{Name: "first-cond", JSONPath: "{.status.conditions[0].type}"},
+		{Name: "second-image", JSONPath: "{.spec.containers[5].image}"},
+	}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		conditions []any
+		wantFailed []string
+		wantValues [][]string
+	}{
+		{name: "both fail", conditions: []any{}, wantFailed: []string{"first-cond", "second-image"}, wantValues: [][]string{{"demo"}, {"node-1"}, nil, nil}},
+		{name: "one fails", conditions: []any{map[string]any{"type": "Ready"}}, wantFailed: []string{"second-image"}, wantValues: [][]string{{"demo"}, {"node-1"}, {"Ready"}, nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ParseRaw(podWithConditions(t, tt.conditions))
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, failed, err := enc.EncodeWithIndexErrors(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, f := range failed {
+				if f.Err == nil {
+					t.Errorf("index %q failed without an error", f.Index)
+				}
+				names = append(names, f.Index)
+			}
+			if diff := cmp.Diff(tt.wantFailed, names); diff != "" {
+				t.Errorf("failed indexes (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantValues, o.Values); diff != "" {
+				t.Errorf("Values (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if diff := cmp.Diff([]int64{0, 0, 1, 2}, enc.IndexErrors()); diff != "" {
+		t.Errorf("IndexErrors (-want +got):\n%s", diff)
+	}
+}
+
+// TestIndexErrorsConcurrentEncode encodes from several goroutines, as
+// nothing forbids: under -race the count of failed evaluations must be
+// race-free, and exact.
+func TestIndexErrorsConcurrentEncode(t *testing.T) {
+	enc, err := NewEncoder([]IndexSpec{
+		{Name: "node", JSONPath: "{.spec.nodeName}"},
+		{Name: "first-cond", JSONPath: "{.status.conditions[0].type}"},
+	}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := podWithConditions(t, []any{})
+	const goroutines, each = 8, 50
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range each {
+				r, err := ParseRaw(slices.Clone(data))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := enc.Encode(r); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if diff := cmp.Diff([]int64{0, 0, goroutines * each}, enc.IndexErrors()); diff != "" {
+		t.Errorf("IndexErrors (-want +got):\n%s", diff)
 	}
 }
 

@@ -150,6 +150,17 @@ func (p *Pipeline) Status() Status {
 	return s
 }
 
+// IndexErrors returns, by index name, how many times an index expression
+// failed on an object, which was cached without a value in that index.
+func (p *Pipeline) IndexErrors() map[string]int64 {
+	counts := p.encoder.IndexErrors()
+	out := make(map[string]int64, len(counts))
+	for i, name := range p.encoder.IndexNames() {
+		out[name] = counts[i]
+	}
+	return out
+}
+
 // Signals returns the reflector's lag signals, or nil before the resource
 // is resolved.
 func (p *Pipeline) Signals() *reflector.Signals {

@@ -45,8 +45,12 @@ type Signals struct {
 	// watch requests; Expired counts 410 Gone answers; Errors counts list
 	// and watch failures of any kind.
 	Relists, WatchStarts, Expired, Errors atomic.Int64
-	// LastError is the text of the most recent list/watch error; cleared by
-	// the next successful list or bookmark.
+	// EncodeErrors and QueueErrors count changes from the API server that
+	// could not be encoded or queued, by watch or by list; each is
+	// recovered by listing again.
+	EncodeErrors, QueueErrors atomic.Int64
+	// LastError is the text of the most recent list/watch error or missed
+	// change; cleared by the next change queued.
 	LastError atomic.Value // string
 }
 
@@ -62,6 +66,9 @@ type Reflector struct {
 	log     *slog.Logger
 	signals Signals
 	watches sync.WaitGroup // goroutines of observed watches
+	gap     gap
+	// indexFailures logs objects an index fails on.
+	indexFailures indexFailures
 }
 
 // Options configure a Reflector.
@@ -85,6 +92,7 @@ func New(lw *cache.ListWatch, encoder *object.Encoder, queue Queue, opts Options
 	if r.log == nil {
 		r.log = slog.Default()
 	}
+	r.indexFailures.log = r.log
 	r.signals.LastResourceVersion.Store("")
 	r.signals.LastError.Store("")
 	return r
@@ -109,7 +117,8 @@ func (r *Reflector) Run(ctx context.Context) {
 				r.observeError(err)
 				return nil, err
 			}
-			return observeWatch(ctx, w, &r.watches, func(ev watch.Event) {
+			streamingList := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+			return observeWatch(ctx, w, &r.watches, r.gap.watchEnd(streamingList), func(ev watch.Event) {
 				if ev.Type == watch.Error {
 					r.observeError(apierrors.FromObject(ev.Object))
 				}
@@ -141,6 +150,7 @@ func (r *Reflector) observeError(err error) {
 	}
 }
 
+// received records a change, bookmark or list at rv as queued.
 func (r *Reflector) received(rv string) {
 	r.signals.LastEvent.Store(r.clock.Now().UnixNano())
 	if e, _ := r.signals.LastError.Load().(string); e != "" {
