@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/buger/jsonparser v1.6.1
+	github.com/google/btree v1.1.3
 	github.com/google/go-cmp v0.7.0
 	github.com/google/pprof v0.0.0-20250403155104-27863c87afa6
 	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.1

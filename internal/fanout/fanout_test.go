@@ -113,7 +113,8 @@ func TestOnlyCandidatesAreVisited(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.hub.mu.Lock()
-	got := len(r.hub.candidatesLocked(pod("x", 1, "n3"), pod("x", 2, "n7")))
+	r.hub.candidatesLocked(indexer.Event{Type: indexer.Modified, Prev: pod("x", 1, "n3"), Object: pod("x", 2, "n7"), Seq: 1})
+	got := len(r.hub.targets)
 	r.hub.mu.Unlock()
 	if got != 3 {
 		t.Errorf("candidates for a move n3 -> n7 = %d, want 3 (n3, n7 and the unfiltered watcher)", got)

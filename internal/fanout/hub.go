@@ -39,8 +39,8 @@ type bucket struct {
 }
 
 // Hub fans one resource's events out to its watchers. OnEvent is called by
-// the indexer under its write lock; Watch and Close may be called from any
-// goroutine.
+// the indexer's dispatching goroutine, one event at a time, outside the
+// indexer's lock; Watch and Close may be called from any goroutine.
 type Hub struct {
 	ix   *indexer.Indexer
 	opts Options
@@ -52,7 +52,10 @@ type Hub struct {
 	closed   error
 	cancel   func()
 
-	rv        atomic.Value // string: the RV of the last event dispatched
+	// targets is OnEvent's list of the watchers an event may concern,
+	// reused from one event to the next: OnEvent calls do not overlap.
+	targets []*Watcher
+
 	coalesced atomic.Int64 // changes absorbed by coalescing watchers
 }
 
@@ -69,7 +72,6 @@ func New(ix *indexer.Indexer, opts Options) *Hub {
 		all:      map[*Watcher]struct{}{},
 		watchers: map[*Watcher]struct{}{},
 	}
-	h.rv.Store("")
 	h.cancel = ix.AddListener(h)
 	return h
 }
@@ -79,42 +81,49 @@ func New(ix *indexer.Indexer, opts Options) *Hub {
 func (h *Hub) OnEvent(ev indexer.Event) {
 	h.mu.Lock()
 	if ev.Type == indexer.Bookmark {
+		h.targets = h.targets[:0]
 		for w := range h.watchers {
-			w.upstreamBookmark(ev.ResourceVersion)
+			h.targets = append(h.targets, w)
 		}
-		h.mu.Unlock()
-		h.rv.Store(ev.ResourceVersion)
-		return
+	} else {
+		h.candidatesLocked(ev)
 	}
-	targets := h.candidatesLocked(ev.Prev, ev.Object)
+	targets := h.targets
 	h.mu.Unlock()
-	for w := range targets {
-		w.deliver(ev)
+	for _, w := range targets {
+		if ev.Type == indexer.Bookmark {
+			w.upstreamBookmark(ev)
+		} else {
+			w.deliver(ev)
+		}
 	}
-	h.rv.Store(ev.ResourceVersion)
+	clear(targets) // drop the references until the next event
 }
 
-// candidatesLocked returns the watchers that may see a change from prev to
-// cur: those registered under any index value either state has, and those
-// registered under none.
-func (h *Hub) candidatesLocked(prev, cur *object.Object) map[*Watcher]struct{} {
-	out := make(map[*Watcher]struct{}, len(h.all))
+// candidatesLocked puts in h.targets the watchers that may see ev's change
+// from ev.Prev to ev.Object: those registered under any index value either
+// state has, and those registered under none. A watcher under several of
+// those values is listed once: the first visit stamps it with ev.Seq.
+func (h *Hub) candidatesLocked(ev indexer.Event) {
+	h.targets = h.targets[:0]
 	for w := range h.all {
-		out[w] = struct{}{}
+		h.targets = append(h.targets, w)
 	}
-	for _, o := range []*object.Object{prev, cur} {
+	for _, o := range [2]*object.Object{ev.Prev, ev.Object} {
 		if o == nil {
 			continue
 		}
 		for i, vs := range o.Values {
 			for _, v := range vs {
 				for w := range h.buckets[bucket{i, v}] {
-					out[w] = struct{}{}
+					if w.stamp != ev.Seq {
+						w.stamp = ev.Seq
+						h.targets = append(h.targets, w)
+					}
 				}
 			}
 		}
 	}
-	return out
 }
 
 func (h *Hub) addLocked(w *Watcher) {

@@ -22,25 +22,40 @@ type WatchOptions struct {
 	Coalesce bool
 }
 
+// replayChunk bounds the events a lagging watcher copies from the cache's
+// history at a time, and so its memory and how long it holds the cache's
+// read lock.
+const replayChunk = 256
+
 // Watcher is one watch stream's view of the hub. Next is called by one
-// goroutine (the stream's); the hub delivers from the indexer's goroutine.
+// goroutine (the stream's); the hub delivers from the indexer's dispatching
+// goroutine.
 type Watcher struct {
 	hub  *Hub
 	opts WatchOptions
 
-	mu              sync.Mutex
-	q               queue
-	lagging         bool   // queue overflowed; replay from lastRV
-	lastRV          string // every event up to here has been queued or skipped
+	mu sync.Mutex
+	q  queue
+	// lagging: the queue overflowed (or the watch resumed from a
+	// resourceVersion); Next reads the cache's history from pos, a chunk
+	// at a time, until it has caught up with the live stream.
+	lagging bool
+	// pos is the Seq of the last event queued, skipped or replayed, and
+	// lastRV the resourceVersion there; events at or before pos are the
+	// client's already.
+	pos             uint64
+	lastRV          string
 	sentRV          string // RV of the last item Next returned
 	pendingBookmark string // RV of a bookmark to send once the queue is empty
 	err             error  // set when ended
 	notify          chan struct{}
+	stamp           uint64 // the last event's Seq the hub visited it for
 }
 
-// Watch registers a watcher and returns it with the items to send first:
-// the initial objects as ADDED (with SendInitialEvents) or the events after
-// ResourceVersion, and the RV they bring the client to.
+// Watch registers a watcher and returns it with the items to send first
+// (with SendInitialEvents, the selected objects as ADDED) and the RV they
+// bring the client to. A watch from a ResourceVersion starts lagging: Next
+// replays the events after it from history, a chunk at a time.
 func (h *Hub) Watch(opts WatchOptions) (w *Watcher, initial []Item, at string, err error) {
 	w = &Watcher{hub: h, opts: opts, notify: make(chan struct{}, 1)}
 	if opts.Coalesce {
@@ -48,22 +63,21 @@ func (h *Hub) Watch(opts WatchOptions) (w *Watcher, initial []Item, at string, e
 	} else {
 		w.q = &fifo{limit: h.opts.QueueLength}
 	}
-	start := indexer.Start{ResourceVersion: opts.ResourceVersion}
+	start := indexer.Start{ResourceVersion: opts.ResourceVersion, NoReplay: true}
 	if opts.SendInitialEvents {
 		start = indexer.Start{Snapshot: true, Match: opts.Selection.Matches}
 	}
 	var closed error
-	err = h.ix.Join(start, func(replay []indexer.Event, snapshot []*object.Object, rv string) {
-		for _, o := range snapshot {
-			initial = append(initial, Item{Type: Added, Object: o, ResourceVersion: rv})
+	err = h.ix.Join(start, func(j indexer.Joined) {
+		for _, o := range j.Snapshot {
+			initial = append(initial, Item{Type: Added, Object: o, ResourceVersion: j.At.ResourceVersion, RV: j.At.RV()})
 		}
-		for _, ev := range replay {
-			if it, ok := opts.Selection.translate(ev); ok {
-				initial = append(initial, it)
-			}
+		at = j.At.ResourceVersion
+		w.pos, w.lastRV, w.sentRV = j.At.Seq, at, at
+		if j.From.Seq < j.At.Seq {
+			w.lagging = true
+			w.pos, w.lastRV, w.sentRV = j.From.Seq, j.From.ResourceVersion, j.From.ResourceVersion
 		}
-		at = rv
-		w.lastRV, w.sentRV = rv, rv
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.closed != nil {
@@ -108,7 +122,7 @@ func (w *Watcher) deliver(ev indexer.Event) {
 	it, ok := w.opts.Selection.translate(ev)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err != nil || w.lagging {
+	if w.err != nil || w.lagging || ev.Seq <= w.pos {
 		return
 	}
 	sameGroup := ev.ResourceVersion == w.lastRV
@@ -122,19 +136,19 @@ func (w *Watcher) deliver(ev indexer.Event) {
 		w.pendingBookmark = "" // the item itself moves the client past it
 		w.wake()
 	}
-	w.lastRV = ev.ResourceVersion
+	w.pos, w.lastRV = ev.Seq, ev.ResourceVersion
 }
 
-// upstreamBookmark records that every event up to rv has been dispatched.
-func (w *Watcher) upstreamBookmark(rv string) {
+// upstreamBookmark records that every event up to ev has been dispatched.
+func (w *Watcher) upstreamBookmark(ev indexer.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err != nil || w.lagging {
+	if w.err != nil || w.lagging || ev.Seq <= w.pos {
 		return
 	}
-	w.lastRV = rv
+	w.pos, w.lastRV = ev.Seq, ev.ResourceVersion
 	if w.opts.AllowBookmarks {
-		w.pendingBookmark = rv
+		w.pendingBookmark = ev.ResourceVersion
 		w.wake()
 	}
 }
@@ -145,11 +159,24 @@ func (w *Watcher) upstreamBookmark(rv string) {
 func (w *Watcher) Bookmark() (Item, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err != nil || w.lagging || w.q.len() > 0 || w.lastRV == "" || w.lastRV == w.sentRV {
+	if w.err != nil || w.lagging || w.q.len() > 0 || !after(w.lastRV, w.sentRV) {
 		return Item{}, false
 	}
 	w.sentRV = w.lastRV
 	return Item{Type: Bookmark, ResourceVersion: w.lastRV}, true
+}
+
+// after reports whether resourceVersion a is newer than b ("" is oldest).
+func after(a, b string) bool {
+	if a == "" {
+		return false
+	}
+	if b == "" {
+		return true
+	}
+	x, _ := object.ParseRV(a)
+	y, _ := object.ParseRV(b)
+	return x > y
 }
 
 // Next waits for items and returns them in order. It returns the watcher's
@@ -180,11 +207,15 @@ func (w *Watcher) Next(ctx context.Context) ([]Item, error) {
 			}
 			continue
 		}
-		if w.pendingBookmark != "" {
-			it := Item{Type: Bookmark, ResourceVersion: w.pendingBookmark}
-			w.pendingBookmark, w.sentRV = "", it.ResourceVersion
+		if rv := w.pendingBookmark; rv != "" {
+			w.pendingBookmark = ""
+			if after(rv, w.sentRV) { // never back, never the same twice
+				w.sentRV = rv
+				w.mu.Unlock()
+				return []Item{{Type: Bookmark, ResourceVersion: rv}}, nil
+			}
 			w.mu.Unlock()
-			return []Item{it}, nil
+			continue
 		}
 		w.mu.Unlock()
 		select {
@@ -195,23 +226,27 @@ func (w *Watcher) Next(ctx context.Context) ([]Item, error) {
 	}
 }
 
-// replay catches a lagging watcher up from the cache's history, atomically
-// with rejoining the live stream.
+// replay reads the next chunk of a lagging watcher's events from the
+// cache's history; with the last chunk it rejoins the live stream, while no
+// event can be applied. It ends the watcher when the history no longer
+// holds the events it needs.
 func (w *Watcher) replay() ([]Item, error) {
 	w.mu.Lock()
-	from := w.lastRV
+	from := w.pos
 	w.mu.Unlock()
 	var items []Item
-	err := w.hub.ix.Join(indexer.Start{ResourceVersion: from}, func(replay []indexer.Event, _ []*object.Object, at string) {
-		for _, ev := range replay {
+	err := w.hub.ix.ReplayAfter(from, replayChunk, func(evs []indexer.Event, caughtUp bool, at indexer.Position) {
+		for _, ev := range evs {
 			if it, ok := w.opts.Selection.translate(ev); ok {
 				items = append(items, it)
 			}
 		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		w.lagging, w.pendingBookmark = false, ""
-		w.lastRV = at
+		w.pos, w.lastRV = at.Seq, at.ResourceVersion
+		if caughtUp {
+			w.lagging, w.pendingBookmark = false, ""
+		}
 		if len(items) > 0 {
 			w.sentRV = items[len(items)-1].ResourceVersion
 		}

@@ -116,14 +116,6 @@ func BenchmarkHistoryReplay(b *testing.B) {
 	}
 }
 
-func heapAfterGC() uint64 {
-	var m runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // BenchmarkHeapPerPod reports the heap bytes per cached Pod for 10,000
 // realistic Pods (managedFields stripped), next to the JSON size of the
 // cached form, and the same for a client-go informer's store of decoded
@@ -142,7 +134,7 @@ func BenchmarkHeapPerPod(b *testing.B) {
 	}
 	for b.Loop() {
 		// informerd: scan the watch event's JSON, encode once, index.
-		before := heapAfterGC()
+		before := benchdata.HeapAfterGC()
 		objs := make([]*object.Object, benchPods)
 		var cachedJSON int
 		for i, data := range raw {
@@ -159,12 +151,12 @@ func BenchmarkHeapPerPod(b *testing.B) {
 		}
 		ix := filled(b, objs, 10)
 		objs = nil
-		informerd := float64(heapAfterGC()-before) / benchPods
+		informerd := float64(benchdata.HeapAfterGC()-before) / benchPods
 		runtime.KeepAlive(ix)
 		ix = nil
 
 		clientGo := func(strip bool) float64 {
-			before := heapAfterGC()
+			before := benchdata.HeapAfterGC()
 			store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 			for _, data := range raw {
 				p := &corev1.Pod{}
@@ -178,7 +170,7 @@ func BenchmarkHeapPerPod(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			n := float64(heapAfterGC()-before) / benchPods
+			n := float64(benchdata.HeapAfterGC()-before) / benchPods
 			runtime.KeepAlive(store)
 			return n
 		}

@@ -46,6 +46,9 @@ type Event struct {
 	// as a number.
 	ResourceVersion string
 	RV              uint64
+	// Seq numbers the events of a cache in the order they are dispatched
+	// (bookmarks included); see Joined.
+	Seq uint64
 	// Received is when the reflector received the change from the API
 	// server; Applied is when the cache applied it.
 	Received, Applied time.Time
@@ -53,9 +56,10 @@ type Event struct {
 	Relist bool
 }
 
-// Listener receives every event as it is applied, in RV order, while the
-// indexer's write lock is held: it must not block or call back into the
-// indexer. A fan-out listener enqueues and returns.
+// Listener receives every event applied after it was added, in order, from
+// the goroutine that applies them, after the indexer's write lock is
+// released: it may read the indexer, but must not block. A fan-out listener
+// enqueues and returns.
 type Listener interface {
 	OnEvent(Event)
 }

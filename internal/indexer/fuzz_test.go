@@ -172,7 +172,7 @@ func FuzzResourceVersion(f *testing.F) {
 			if rv != "" { // "" means "from now"
 				_, _, _, err = ix.Subscribe(rv, nopListener{})
 				bad("Subscribe", err)
-				bad("Join", ix.Join(Start{ResourceVersion: rv}, func([]Event, []*object.Object, string) { t.Fatal("Join called fn") }))
+				bad("Join", ix.Join(Start{ResourceVersion: rv}, func(Joined) { t.Fatal("Join called fn") }))
 			}
 			return
 		}
@@ -221,12 +221,34 @@ func FuzzResourceVersion(f *testing.F) {
 		}
 
 		var replay []Event
-		join := ix.Join(Start{ResourceVersion: rv}, func(r []Event, _ []*object.Object, at string) {
-			replay = r
-			if at != cur {
-				t.Errorf("Join(%s) at %q, want %s", rv, at, cur)
+		join := ix.Join(Start{ResourceVersion: rv}, func(j Joined) {
+			replay = j.Replay
+			if j.At.ResourceVersion != cur {
+				t.Errorf("Join(%s) at %q, want %s", rv, j.At.ResourceVersion, cur)
 			}
 		})
+		if join == nil {
+			// The same events, read in chunks from the position a
+			// NoReplay join gives.
+			var from Position
+			if err := ix.Join(Start{ResourceVersion: rv, NoReplay: true}, func(j Joined) { from = j.From }); err != nil {
+				t.Fatalf("Join(%s, NoReplay) = %v, but without NoReplay it joined", rv, err)
+			}
+			var chunked []Event
+			for caught := false; !caught; {
+				if err := ix.ReplayAfter(from.Seq, 2, func(evs []Event, caughtUp bool, at Position) {
+					chunked, caught, from = append(chunked, evs...), caughtUp, at
+				}); err != nil {
+					t.Fatalf("ReplayAfter(%d) = %v", from.Seq, err)
+				}
+			}
+			if diff := cmp.Diff(eventList(replay), eventList(chunked), cmp.AllowUnexported(modelEvent{})); diff != "" {
+				t.Fatalf("events after %s in chunks (-joined +chunked):\n%s", rv, diff)
+			}
+			if from.ResourceVersion != cur {
+				t.Fatalf("chunks after %s end at %s, want %s", rv, from.ResourceVersion, cur)
+			}
+		}
 		subReplay, at, cancel, sub := ix.Subscribe(rv, nopListener{})
 		if cancel != nil {
 			cancel()

@@ -13,8 +13,10 @@ type history struct {
 	n      int     // events held
 	maxAge time.Duration
 	// floor is the RV just before the oldest event held: Since(rv) can
-	// answer for any rv >= floor.
-	floor uint64
+	// answer for any rv >= floor. floorSeq is the Seq of the last event
+	// dropped (or of the position the history was reset at): after(seq)
+	// can answer for any seq >= floorSeq.
+	floor, floorSeq uint64
 }
 
 func newHistory(maxEvents int, maxAge time.Duration) *history {
@@ -26,10 +28,10 @@ func newHistory(maxEvents int, maxAge time.Duration) *history {
 
 func (h *history) at(i int) *Event { return &h.events[(h.start+i)%len(h.events)] }
 
-// reset empties the history; it now answers from rv on.
-func (h *history) reset(rv uint64) {
+// reset empties the history; it now answers from rv (and seq) on.
+func (h *history) reset(rv, seq uint64) {
 	clear(h.events)
-	h.start, h.n, h.floor = 0, 0, rv
+	h.start, h.n, h.floor, h.floorSeq = 0, 0, rv, seq
 }
 
 func (h *history) append(ev Event) {
@@ -46,6 +48,7 @@ func (h *history) append(ev Event) {
 func (h *history) dropOldest() {
 	rv := h.at(0).RV
 	for h.n > 0 && h.at(0).RV == rv {
+		h.floorSeq = h.at(0).Seq
 		*h.at(0) = Event{}
 		h.start = (h.start + 1) % len(h.events)
 		h.n--
@@ -76,4 +79,44 @@ func (h *history) since(rv uint64) (out []Event, ok bool) {
 		out = append(out, *h.at(i))
 	}
 	return out, true
+}
+
+// seqAt returns the Seq of the position just after every event with an RV
+// at or below rv, or ok=false when rv is older than the window.
+func (h *history) seqAt(rv uint64) (seq uint64, ok bool) {
+	if rv < h.floor {
+		return 0, false
+	}
+	i := sort.Search(h.n, func(i int) bool { return h.at(i).RV > rv })
+	if i == 0 {
+		return h.floorSeq, true
+	}
+	return h.at(i - 1).Seq, true
+}
+
+// after returns up to about max events with a Seq above seq, oldest first,
+// extended to the end of the last one's group (the events that share its
+// RV); ok=false when seq is older than the window.
+func (h *history) after(seq uint64, max int) (out []Event, ok bool) {
+	if seq < h.floorSeq {
+		return nil, false
+	}
+	i := sort.Search(h.n, func(i int) bool { return h.at(i).Seq > seq })
+	end := min(h.n, i+max)
+	for end < h.n && end > i && h.at(end).RV == h.at(end-1).RV {
+		end++
+	}
+	out = make([]Event, 0, end-i)
+	for ; i < end; i++ {
+		out = append(out, *h.at(i))
+	}
+	return out, true
+}
+
+// lastSeq is the Seq of the newest event held, or floorSeq when none is.
+func (h *history) lastSeq() uint64 {
+	if h.n == 0 {
+		return h.floorSeq
+	}
+	return h.at(h.n - 1).Seq
 }

@@ -9,8 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,23 +47,33 @@ type Options struct {
 
 // Indexer is the cache of one resource. Apply is called by one goroutine
 // (the pipeline's consumer); every other method may be called concurrently.
+// Listeners are told of each change after the write lock is released, so
+// that dispatching to many watchers never holds up a Get, a List or a join.
 type Indexer struct {
 	names []string
 	clock clock.PassiveClock
 
-	mu        sync.RWMutex
-	objects   map[string]*object.Object
-	indices   []map[string]map[string]*object.Object // index -> value -> key -> object
-	rv        uint64
-	rvString  string
+	mu       sync.RWMutex
+	objects  *tree
+	indices  []map[string]map[string]*object.Object // index -> value -> key -> object
+	rv       uint64
+	rvString string
+	// seq numbers the events dispatched to listeners, bookmarks included:
+	// a listener that joins at seq s has seen (or replayed) every event up
+	// to s and must skip those a dispatch still in flight brings it.
+	seq       uint64
 	bytes     int64
 	synced    bool
 	history   *history
-	listeners map[*listenerEntry]struct{}
+	listeners []Listener
 	advanced  chan struct{} // closed and replaced whenever rv moves
-}
+	views     views
 
-type listenerEntry struct{ l Listener }
+	// dispatching is held from the end of an Apply's write section until
+	// its events have been dispatched, so that dispatches never overlap
+	// and listeners see events in order.
+	dispatching sync.Mutex
+}
 
 var _ deltafifo.Known = (*Indexer)(nil)
 
@@ -73,13 +85,12 @@ func New(indexNames []string, opts Options) *Indexer {
 		c = clock.RealClock{}
 	}
 	ix := &Indexer{
-		names:     slices.Clone(indexNames),
-		clock:     c,
-		objects:   map[string]*object.Object{},
-		indices:   make([]map[string]map[string]*object.Object, len(indexNames)),
-		history:   newHistory(opts.HistoryMaxEvents, opts.HistoryMaxAge),
-		listeners: map[*listenerEntry]struct{}{},
-		advanced:  make(chan struct{}),
+		names:    slices.Clone(indexNames),
+		clock:    c,
+		objects:  newTree(),
+		indices:  make([]map[string]map[string]*object.Object, len(indexNames)),
+		history:  newHistory(opts.HistoryMaxEvents, opts.HistoryMaxAge),
+		advanced: make(chan struct{}),
 	}
 	for i := range ix.indices {
 		ix.indices[i] = map[string]map[string]*object.Object{}
@@ -90,26 +101,40 @@ func New(indexNames []string, opts Options) *Indexer {
 // IndexNames returns the names of the indexes, "namespace" first.
 func (ix *Indexer) IndexNames() []string { return slices.Clone(ix.names) }
 
-// Apply applies deltas in order, records them in history and tells the
-// listeners.
+// Apply applies deltas in order, records them in history, then tells the
+// listeners, outside the write lock.
 func (ix *Indexer) Apply(deltas []deltafifo.Delta) {
 	ix.mu.Lock()
-	defer ix.mu.Unlock()
+	evs, listeners := ix.applyLocked(deltas)
+	ix.dispatching.Lock()
+	ix.mu.Unlock()
+	defer ix.dispatching.Unlock()
+	for _, ev := range evs {
+		for _, l := range listeners {
+			l.OnEvent(ev)
+		}
+	}
+}
+
+// applyLocked applies deltas and returns the events to dispatch and the
+// listeners registered at this point, which are the ones to tell.
+func (ix *Indexer) applyLocked(deltas []deltafifo.Delta) ([]Event, []Listener) {
 	now := ix.clock.Now()
 	moved := false
+	var evs []Event
 	for _, d := range deltas {
 		rv, _ := object.ParseRV(d.ResourceVersion)
 		ev := Event{ResourceVersion: d.ResourceVersion, RV: rv, Received: d.Received, Applied: now, Relist: d.Relist}
 		switch d.Type {
 		case deltafifo.Added, deltafifo.Updated:
-			prev, ok := ix.objects[d.Object.Key]
+			prev, ok := ix.getLocked(d.Object.Key)
 			ev.Type, ev.Object = Added, d.Object
 			if ok {
 				ev.Type, ev.Prev = Modified, prev
 			}
 			ix.put(prev, d.Object)
 		case deltafifo.Deleted:
-			prev, ok := ix.objects[d.Object.Key]
+			prev, ok := ix.getLocked(d.Object.Key)
 			if !ok {
 				// A delete of something never seen (a relist already
 				// removed it): nothing changes, nothing to say.
@@ -122,7 +147,7 @@ func (ix *Indexer) Apply(deltas []deltafifo.Delta) {
 			ev.Type = Bookmark
 		case deltafifo.Synced:
 			ix.synced = true
-			ix.history.reset(ix.rv)
+			ix.history.reset(ix.rv, ix.seq)
 			moved = true
 			continue
 		}
@@ -133,19 +158,20 @@ func (ix *Indexer) Apply(deltas []deltafifo.Delta) {
 		}
 		// Events take the cache's RV so history stays ordered even when a
 		// relist's delete carries an RV older than a bookmark's.
-		ev.RV, ev.ResourceVersion = ix.rv, ix.rvString
+		ix.seq++
+		ev.RV, ev.ResourceVersion, ev.Seq = ix.rv, ix.rvString, ix.seq
 		if ev.Type != Bookmark {
 			ix.history.append(ev)
 		}
-		for e := range ix.listeners {
-			e.l.OnEvent(ev)
-		}
+		evs = append(evs, ev)
 	}
 	ix.history.expire(now)
+	ix.views.expire(ix.history.floor)
 	if moved {
 		close(ix.advanced)
 		ix.advanced = make(chan struct{})
 	}
+	return evs, ix.listeners
 }
 
 func (ix *Indexer) advance(rv uint64, s string) bool {
@@ -156,11 +182,16 @@ func (ix *Indexer) advance(rv uint64, s string) bool {
 	return true
 }
 
+func (ix *Indexer) getLocked(key string) (*object.Object, bool) {
+	e, ok := ix.objects.Get(entry{key: key})
+	return e.o, ok
+}
+
 func (ix *Indexer) put(prev, o *object.Object) {
 	if prev != nil {
-		ix.remove(prev)
+		ix.unindex(prev)
 	}
-	ix.objects[o.Key] = o
+	ix.objects.ReplaceOrInsert(entry{key: o.Key, o: o})
 	ix.bytes += int64(o.Size())
 	for i, vs := range o.Values {
 		for _, v := range vs {
@@ -175,7 +206,13 @@ func (ix *Indexer) put(prev, o *object.Object) {
 }
 
 func (ix *Indexer) remove(o *object.Object) {
-	delete(ix.objects, o.Key)
+	ix.objects.Delete(entry{key: o.Key})
+	ix.unindex(o)
+}
+
+// unindex forgets o's size and index values; its entry goes or is
+// replaced by the caller.
+func (ix *Indexer) unindex(o *object.Object) {
 	ix.bytes -= int64(o.Size())
 	for i, vs := range o.Values {
 		for _, v := range vs {
@@ -192,10 +229,11 @@ func (ix *Indexer) remove(o *object.Object) {
 func (ix *Indexer) Keys() []string {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	keys := make([]string, 0, len(ix.objects))
-	for k := range ix.objects {
-		keys = append(keys, k)
-	}
+	keys := make([]string, 0, ix.objects.Len())
+	ix.objects.Ascend(func(e entry) bool {
+		keys = append(keys, e.key)
+		return true
+	})
 	return keys
 }
 
@@ -203,32 +241,22 @@ func (ix *Indexer) Keys() []string {
 func (ix *Indexer) Get(key string) (*object.Object, bool) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	o, ok := ix.objects[key]
-	return o, ok
+	return ix.getLocked(key)
 }
 
-// Snapshot is a consistent view for List: the matching objects sorted by key
-// and the resourceVersion they are at.
+// Snapshot is a consistent list: the matching objects sorted by key and the
+// resourceVersion they are at.
 type Snapshot struct {
 	Objects         []*object.Object
 	ResourceVersion string
 }
 
-// List returns the objects for which match returns true (all when nil).
+// List returns the objects for which match returns true (all when nil). A
+// List of one page or from one namespace is cheaper through View.
 func (ix *Indexer) List(match func(*object.Object) bool) Snapshot {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	return ix.listLocked(match)
-}
-
-func (ix *Indexer) listLocked(match func(*object.Object) bool) Snapshot {
-	out := make([]*object.Object, 0, len(ix.objects))
-	for _, o := range ix.objects {
-		if match == nil || match(o) {
-			out = append(out, o)
-		}
-	}
-	return ix.snapshotLocked(out)
+	v := ix.View()
+	objs, _ := v.Page("", "", math.MaxInt, match)
+	return Snapshot{Objects: objs, ResourceVersion: v.ResourceVersion}
 }
 
 // ByIndex returns the objects that have any of values in the named index and
@@ -239,34 +267,22 @@ func (ix *Indexer) ByIndex(name string, values []string, match func(*object.Obje
 		return Snapshot{}, fmt.Errorf("%w %q (indexes: %v)", ErrUnknownIndex, name, ix.names)
 	}
 	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	seen := map[string]struct{}{}
 	var out []*object.Object
-	for _, v := range values {
+	for j, v := range values {
 		for k, o := range ix.indices[i][v] {
-			if _, dup := seen[k]; dup {
-				continue
+			if j > 0 && slices.ContainsFunc(values[:j], func(w string) bool { return ix.indices[i][w][k] != nil }) {
+				continue // listed under an earlier value
 			}
-			seen[k] = struct{}{}
 			if match == nil || match(o) {
 				out = append(out, o)
 			}
 		}
 	}
-	return ix.snapshotLocked(out), nil
-}
-
-func (ix *Indexer) snapshotLocked(objs []*object.Object) Snapshot {
-	slices.SortFunc(objs, func(a, b *object.Object) int {
-		if a.Key < b.Key {
-			return -1
-		}
-		if a.Key > b.Key {
-			return 1
-		}
-		return 0
-	})
-	return Snapshot{Objects: objs, ResourceVersion: ix.rvString}
+	rv := ix.rvString
+	ix.mu.RUnlock()
+	// Sorted outside the lock: only the index's few objects.
+	slices.SortFunc(out, func(a, b *object.Object) int { return strings.Compare(a.Key, b.Key) })
+	return Snapshot{Objects: out, ResourceVersion: rv}, nil
 }
 
 // Since returns the events after rv (a resourceVersion string) in order, or
@@ -313,13 +329,7 @@ func (ix *Indexer) Subscribe(rv string, l Listener) (replay []Event, at string, 
 	} else if !ix.synced {
 		return nil, "", nil, ErrNotSynced
 	}
-	e := &listenerEntry{l: l}
-	ix.listeners[e] = struct{}{}
-	return replay, ix.rvString, func() {
-		ix.mu.Lock()
-		defer ix.mu.Unlock()
-		delete(ix.listeners, e)
-	}, nil
+	return replay, ix.rvString, ix.addListenerLocked(l), nil
 }
 
 // WaitFor blocks until the cache is synced and at or past rv, or ctx ends.
@@ -360,7 +370,7 @@ func (ix *Indexer) Stats() Stats {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	return Stats{
-		Objects: len(ix.objects), Bytes: ix.bytes, ResourceVersion: ix.rvString, Synced: ix.synced,
+		Objects: ix.objects.Len(), Bytes: ix.bytes, ResourceVersion: ix.rvString, Synced: ix.synced,
 		HistoryEvents: ix.history.n, HistoryFloor: ix.history.floor,
 	}
 }

@@ -67,15 +67,17 @@ func (s *Server) list(ctx context.Context, req *pb.ListRequest) (*encoded, error
 		}
 	}
 
-	var snap indexer.Snapshot
-	var after string
+	// A page of a whole-cache or namespace List is read from an immutable
+	// view in O(page · log n); an index's few objects are listed whole.
+	var objs []*object.Object
+	var rv string
+	var more bool
 	if tok := req.GetContinueToken(); tok != "" {
 		ct, err := decodeToken(tok)
 		if err != nil {
 			return nil, err
 		}
-		after = ct.LastKey
-		snap, err = ix.ListAt(ct.RV, match)
+		v, err := ix.ViewAt(ct.RV)
 		if errors.Is(err, indexer.ErrTooOld) {
 			return nil, withInfo(codes.OutOfRange, ReasonContinueExpired,
 				"continue token expired: its snapshot is older than the history window; list again from the start", nil)
@@ -83,41 +85,43 @@ func (s *Server) list(ctx context.Context, req *pb.ListRequest) (*encoded, error
 		if err != nil {
 			return nil, toStatus(err)
 		}
+		objs, more = v.Page(ct.LastKey, namespacePrefix(sel.Namespace), limit, match)
+		rv = v.ResourceVersion
 	} else if index != nil {
 		// The index lookup narrows; match re-checks namespace and labels.
-		snap, err = ix.ByIndex(index.GetName(), index.GetValues(), match)
+		snap, err := ix.ByIndex(index.GetName(), index.GetValues(), match)
 		if err != nil {
 			return nil, toStatus(err)
 		}
-	} else {
-		snap = ix.List(match)
-	}
-	objs := snap.Objects
-	start, _ := slices.BinarySearchFunc(objs, after, func(o *object.Object, k string) int {
-		switch {
-		case o.Key < k:
-			return -1
-		case o.Key > k:
-			return 1
+		objs, rv = snap.Objects, snap.ResourceVersion
+		if len(objs) > limit {
+			objs, more = objs[:limit], true
 		}
-		return 0
-	})
-	if after != "" && start < len(objs) && objs[start].Key == after {
-		start++
+	} else {
+		v := ix.View()
+		objs, more = v.Page("", namespacePrefix(sel.Namespace), limit, match)
+		rv = v.ResourceVersion
 	}
-	end := min(start+limit, len(objs))
 	bytes := 0
-	for i, o := range objs[start:end] {
+	for i, o := range objs {
 		if bytes += len(o.JSON); bytes > s.opts.MaxPageBytes && i > 0 {
-			end = start + i
+			objs, more = objs[:i], true
 			break
 		}
 	}
 	var token string
-	if end < len(objs) {
-		token = encodeToken(continueToken{RV: snap.ResourceVersion, LastKey: objs[end-1].Key})
+	if more {
+		token = encodeToken(continueToken{RV: rv, LastKey: objs[len(objs)-1].Key})
 	}
-	return listPage(objs[start:end], snap.ResourceVersion, token), nil
+	return listPage(objs, rv, token), nil
+}
+
+// namespacePrefix is the key prefix of a namespace's objects ("" for all).
+func namespacePrefix(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return ns + "/"
 }
 
 func encodeToken(t continueToken) string {
