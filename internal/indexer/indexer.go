@@ -69,10 +69,11 @@ type Indexer struct {
 	advanced  chan struct{} // closed and replaced whenever rv moves
 	views     views
 
-	// dispatching is held from the end of an Apply's write section until
-	// its events have been dispatched, so that dispatches never overlap
-	// and listeners see events in order.
+	// dispatching is held through each Apply, its dispatch included, so
+	// that Applies and their dispatches never overlap: listeners see events
+	// in order, and pending (guarded by it) is reused.
 	dispatching sync.Mutex
+	pending     []Event
 }
 
 var _ deltafifo.Known = (*Indexer)(nil)
@@ -104,16 +105,17 @@ func (ix *Indexer) IndexNames() []string { return slices.Clone(ix.names) }
 // Apply applies deltas in order, records them in history, then tells the
 // listeners, outside the write lock.
 func (ix *Indexer) Apply(deltas []deltafifo.Delta) {
+	ix.dispatching.Lock()
+	defer ix.dispatching.Unlock()
 	ix.mu.Lock()
 	evs, listeners := ix.applyLocked(deltas)
-	ix.dispatching.Lock()
 	ix.mu.Unlock()
-	defer ix.dispatching.Unlock()
 	for _, ev := range evs {
 		for _, l := range listeners {
 			l.OnEvent(ev)
 		}
 	}
+	clear(evs) // keep the buffer, not the objects
 }
 
 // applyLocked applies deltas and returns the events to dispatch and the
@@ -121,7 +123,8 @@ func (ix *Indexer) Apply(deltas []deltafifo.Delta) {
 func (ix *Indexer) applyLocked(deltas []deltafifo.Delta) ([]Event, []Listener) {
 	now := ix.clock.Now()
 	moved := false
-	var evs []Event
+	evs := ix.pending[:0]
+	defer func() { ix.pending = evs }()
 	for _, d := range deltas {
 		rv, _ := object.ParseRV(d.ResourceVersion)
 		ev := Event{ResourceVersion: d.ResourceVersion, RV: rv, Received: d.Received, Applied: now, Relist: d.Relist}
