@@ -102,10 +102,8 @@ func concurrentJoins(t *testing.T, seed uint64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		j := &joined{w: w, opts: opts, got: initial, at: at}
-		w.mu.Lock()
-		j.pos = w.pos
-		w.mu.Unlock()
+		// Read after Watch, pos may have moved on already; joined has not.
+		j := &joined{w: w, opts: opts, got: initial, at: at, pos: w.joined}
 		js = append(js, j)
 		readers.Go(func() {
 			for {

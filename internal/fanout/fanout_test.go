@@ -245,3 +245,55 @@ func TestCloseEndsWatchers(t *testing.T) {
 		t.Errorf("Watch after Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestCoalescingResumeIsNeverTooSlow: a COALESCE watch resumed from a
+// resourceVersion is not ended when the history moves on while its client
+// reads; its resume went into its queue at once.
+func TestCoalescingResumeIsNeverTooSlow(t *testing.T) {
+	r := newRig(t, 10, 600)
+	for i := range 500 {
+		r.apply(deltafifo.Added, "p"+strconv.Itoa(i), "n1")
+	}
+	w, _, _, err := r.hub.Watch(WatchOptions{Selection: Selection{Index: -1}, ResourceVersion: "100", Coalesce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 400 {
+		r.apply(deltafifo.Updated, "p"+strconv.Itoa(i), "n1")
+	}
+	items := drain(t, w)
+	if len(items) != 500 {
+		t.Fatalf("got %d items, want one per object (500)", len(items))
+	}
+	if _, err := w.Next(canceled()); !errors.Is(err, context.Canceled) {
+		t.Errorf("Next = %v, want the watch still open", err)
+	}
+}
+
+// TestResumeOutOfTheWindowIsTooOld: a watch resumed from a resourceVersion
+// whose events leave the history before it sent anything is refused as too
+// old (list again), not ended as a slow stream to resume from there.
+func TestResumeOutOfTheWindowIsTooOld(t *testing.T) {
+	r := newRig(t, 1000, 300)
+	for i := range 290 {
+		r.apply(deltafifo.Added, "p"+strconv.Itoa(i), "n1")
+	}
+	w, _, _, err := r.hub.Watch(WatchOptions{Selection: onNode("n2"), ResourceVersion: "100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		r.apply(deltafifo.Updated, "p"+strconv.Itoa(i%290), "n1")
+	}
+	_, err = w.Next(context.Background())
+	var tooSlow *TooSlowError
+	if !errors.Is(err, indexer.ErrTooOld) || errors.As(err, &tooSlow) {
+		t.Errorf("Next = %v, want ErrTooOld", err)
+	}
+}
+
+func canceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}

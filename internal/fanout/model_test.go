@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -66,6 +67,7 @@ type model struct {
 	r      *rig
 	log    *eventLog
 	state  map[string]*object.Object // what the cache holds
+	synced map[string]*object.Object // what it held at sync
 	ws     []*modelWatcher
 	queue  int
 	nextRV int
@@ -84,6 +86,7 @@ func newModel(t testing.TB, seed uint64) *model {
 	}
 	ds = append(ds, deltafifo.Delta{Type: deltafifo.Bookmark, ResourceVersion: "100"}, deltafifo.Delta{Type: deltafifo.Synced, ResourceVersion: "100"})
 	ix.Apply(ds)
+	m.synced = maps.Clone(m.state)
 	cancel := ix.AddListener(m.log)
 	m.r = &rig{ix: ix, hub: New(ix, Options{QueueLength: queue}), rv: 100}
 	if c, ok := t.(interface{ Cleanup(func()) }); ok {
@@ -183,15 +186,27 @@ func (m *model) watch() {
 			}
 		}
 	case 1:
-		if opts.Coalesce {
-			break // its start state would be the past's: covered elsewhere
-		}
 		cur, _ := strconv.Atoi(m.r.ix.Stats().ResourceVersion)
 		rv := 95 + m.rnd.IntN(cur-94)
 		opts.ResourceVersion = strconv.Itoa(rv)
 		from = len(m.log.events)
 		for from > 0 && m.log.events[from-1].RV > uint64(rv) {
 			from--
+		}
+		// The client holds the state at rv: what was synced, changed by
+		// the events up to it.
+		state := maps.Clone(m.synced)
+		for _, ev := range m.log.events[:from] {
+			if ev.Type == indexer.Deleted {
+				delete(state, ev.Object.Key)
+			} else {
+				state[ev.Object.Key] = ev.Object
+			}
+		}
+		for k, o := range state {
+			if opts.Selection.Matches(o) {
+				mw.start[k] = o.ResourceVersion
+			}
 		}
 	}
 	if !opts.SendInitialEvents && opts.ResourceVersion == "" {
@@ -354,7 +369,7 @@ func (m *model) check(i int, mw *modelWatcher) {
 }
 
 func (m *model) checkCoalesced(name string, mw *modelWatcher, got []Item) {
-	state := maps(mw.start)
+	state := maps.Clone(mw.start)
 	if mw.opts.SendInitialEvents {
 		state = map[string]string{}
 	}
@@ -382,14 +397,6 @@ func (m *model) checkCoalesced(name string, mw *modelWatcher, got []Item) {
 	if diff := cmp.Diff(want, state); diff != "" {
 		m.t.Fatalf("%s: state after its messages (-want +got):\n%s", name, diff)
 	}
-}
-
-func maps(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func lastRV(items []Item) string {

@@ -44,12 +44,18 @@ type Watcher struct {
 	// lastRV the resourceVersion there; events at or before pos are the
 	// client's already.
 	pos             uint64
+	joined          uint64 // pos at the join: fixed, for tests and debugging
 	lastRV          string
 	sentRV          string // RV of the last item Next returned
 	pendingBookmark string // RV of a bookmark to send once the queue is empty
 	err             error  // set when ended
 	notify          chan struct{}
-	stamp           uint64 // the last event's Seq the hub visited it for
+	// resumed: nothing has been sent since the watch resumed from a
+	// resourceVersion; a replay that finds its events gone then refuses
+	// the resourceVersion as too old rather than ending a slow stream.
+	resumed bool
+
+	stamp uint64 // the last event's Seq the hub visited it for; guarded by hub.mu
 }
 
 // Watch registers a watcher and returns it with the items to send first
@@ -63,7 +69,10 @@ func (h *Hub) Watch(opts WatchOptions) (w *Watcher, initial []Item, at string, e
 	} else {
 		w.q = &fifo{limit: h.opts.QueueLength}
 	}
-	start := indexer.Start{ResourceVersion: opts.ResourceVersion, NoReplay: true}
+	// A coalescing watcher is never ended for being slow: its resume is
+	// replayed at once into its queue, which holds one item per object,
+	// rather than a chunk at a time from a history that may move on.
+	start := indexer.Start{ResourceVersion: opts.ResourceVersion, NoReplay: !opts.Coalesce}
 	if opts.SendInitialEvents {
 		start = indexer.Start{Snapshot: true, Match: opts.Selection.Matches}
 	}
@@ -72,12 +81,21 @@ func (h *Hub) Watch(opts WatchOptions) (w *Watcher, initial []Item, at string, e
 		for _, o := range j.Snapshot {
 			initial = append(initial, Item{Type: Added, Object: o, ResourceVersion: j.At.ResourceVersion, RV: j.At.RV()})
 		}
+		for _, ev := range j.Replay {
+			if it, ok := opts.Selection.translate(ev); ok {
+				w.q.push(it, true)
+			}
+		}
 		at = j.At.ResourceVersion
 		w.pos, w.lastRV, w.sentRV = j.At.Seq, at, at
-		if j.From.Seq < j.At.Seq {
-			w.lagging = true
-			w.pos, w.lastRV, w.sentRV = j.From.Seq, j.From.ResourceVersion, j.From.ResourceVersion
+		if opts.ResourceVersion != "" && !opts.SendInitialEvents {
+			w.sentRV = opts.ResourceVersion
 		}
+		if j.From.Seq < j.At.Seq {
+			w.lagging, w.resumed = true, true
+			w.pos, w.lastRV = j.From.Seq, j.From.ResourceVersion
+		}
+		w.joined = w.pos
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.closed != nil {
@@ -198,6 +216,8 @@ func (w *Watcher) Next(ctx context.Context) ([]Item, error) {
 		}
 		if w.lagging {
 			w.mu.Unlock()
+			// Bounded without a check of ctx: at most the history's
+			// events, a chunk at a time.
 			items, err := w.replay()
 			if err != nil {
 				return nil, err
@@ -248,13 +268,19 @@ func (w *Watcher) replay() ([]Item, error) {
 			w.lagging, w.pendingBookmark = false, ""
 		}
 		if len(items) > 0 {
-			w.sentRV = items[len(items)-1].ResourceVersion
+			w.sentRV, w.resumed = items[len(items)-1].ResourceVersion, false
 		}
 	})
 	if err != nil {
 		w.mu.Lock()
-		sent := w.sentRV
+		sent, resumed := w.sentRV, w.resumed
 		w.mu.Unlock()
+		if resumed {
+			// The client's own resourceVersion has left the window before
+			// anything was sent: it must list again, as if refused at once.
+			w.end(err)
+			return nil, err
+		}
 		tooSlow := &TooSlowError{LastResourceVersion: sent}
 		w.end(tooSlow)
 		return nil, tooSlow

@@ -94,15 +94,15 @@ func (h *history) seqAt(rv uint64) (seq uint64, ok bool) {
 	return h.at(i - 1).Seq, true
 }
 
-// after returns up to about max events with a Seq above seq, oldest first,
-// extended to the end of the last one's group (the events that share its
-// RV); ok=false when seq is older than the window.
-func (h *history) after(seq uint64, max int) (out []Event, ok bool) {
+// after returns up to about limit (at least one) events with a Seq above
+// seq, oldest first, extended to the end of the last one's group (the
+// events that share its RV); ok=false when seq is older than the window.
+func (h *history) after(seq uint64, limit int) (out []Event, ok bool) {
 	if seq < h.floorSeq {
 		return nil, false
 	}
 	i := sort.Search(h.n, func(i int) bool { return h.at(i).Seq > seq })
-	end := min(h.n, i+max)
+	end := min(h.n, i+max(limit, 1))
 	for end < h.n && end > i && h.at(end).RV == h.at(end-1).RV {
 		end++
 	}

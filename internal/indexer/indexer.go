@@ -61,7 +61,11 @@ type Indexer struct {
 	// seq numbers the events dispatched to listeners, bookmarks included:
 	// a listener that joins at seq s has seen (or replayed) every event up
 	// to s and must skip those a dispatch still in flight brings it.
-	seq       uint64
+	seq uint64
+	// version counts every change to the objects, the first list's
+	// included: a clone taken at one version is the live tree until the
+	// next.
+	version   uint64
 	bytes     int64
 	synced    bool
 	history   *history
@@ -116,7 +120,13 @@ func (ix *Indexer) Apply(deltas []deltafifo.Delta) {
 		}
 	}
 	clear(evs) // keep the buffer, not the objects
+	if cap(evs) > maxPending {
+		ix.pending = nil // a relist's large batch: do not keep its buffer
+	}
 }
+
+// maxPending bounds the event buffer Apply keeps between calls.
+const maxPending = 1024
 
 // applyLocked applies deltas and returns the events to dispatch and the
 // listeners registered at this point, which are the ones to tell.
@@ -169,7 +179,7 @@ func (ix *Indexer) applyLocked(deltas []deltafifo.Delta) ([]Event, []Listener) {
 		evs = append(evs, ev)
 	}
 	ix.history.expire(now)
-	ix.views.expire(ix.history.floor)
+	ix.views.expire(ix.history.floor, ix.version)
 	if moved {
 		close(ix.advanced)
 		ix.advanced = make(chan struct{})
@@ -195,6 +205,7 @@ func (ix *Indexer) put(prev, o *object.Object) {
 		ix.unindex(prev)
 	}
 	ix.objects.ReplaceOrInsert(entry{key: o.Key, o: o})
+	ix.version++
 	ix.bytes += int64(o.Size())
 	for i, vs := range o.Values {
 		for _, v := range vs {
@@ -210,6 +221,7 @@ func (ix *Indexer) put(prev, o *object.Object) {
 
 func (ix *Indexer) remove(o *object.Object) {
 	ix.objects.Delete(entry{key: o.Key})
+	ix.version++
 	ix.unindex(o)
 }
 
@@ -271,10 +283,17 @@ func (ix *Indexer) ByIndex(name string, values []string, match func(*object.Obje
 	}
 	ix.mu.RLock()
 	var out []*object.Object
-	for j, v := range values {
+	var seen map[string]struct{} // with several values, an object may have more than one
+	if len(values) > 1 {
+		seen = map[string]struct{}{}
+	}
+	for _, v := range values {
 		for k, o := range ix.indices[i][v] {
-			if j > 0 && slices.ContainsFunc(values[:j], func(w string) bool { return ix.indices[i][w][k] != nil }) {
-				continue // listed under an earlier value
+			if seen != nil {
+				if _, dup := seen[k]; dup {
+					continue
+				}
+				seen[k] = struct{}{}
 			}
 			if match == nil || match(o) {
 				out = append(out, o)

@@ -315,3 +315,60 @@ func TestListAtUndoesLaterEvents(t *testing.T) {
 		t.Errorf("ListAt(10, node=n2) = %v, %v; want nothing", keys(s), err)
 	}
 }
+
+// TestViewAfterSync: a view taken during the first list is not served once
+// the list is complete.
+func TestViewAfterSync(t *testing.T) {
+	ix := New(names, Options{HistoryMaxEvents: 10})
+	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("ns/a", 1, "n1"))})
+	if n := ix.View().Len(); n != 1 {
+		t.Fatalf("View().Len() = %d during the list, want 1", n)
+	}
+	synced(t, ix, "3", pod("ns/b", 2, "n1"), pod("ns/c", 3, "n1"))
+	if got := keys(ix.List(nil)); !cmp.Equal(got, []string{"ns/a", "ns/b", "ns/c"}) {
+		t.Errorf("List after sync = %v, want all three", got)
+	}
+}
+
+// TestByIndexManyValues: an object under several of the values asked for
+// is listed once.
+func TestByIndexManyValues(t *testing.T) {
+	ix := New(names, Options{HistoryMaxEvents: 10})
+	synced(t, ix, "10", pod("ns/a", 1, "n1", "web", "proxy"), pod("ns/b", 2, "n1", "web"), pod("ns/c", 3, "n1", "db"))
+	s, err := ix.ByIndex("image", []string{"proxy", "web", "db", "web"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(s); !cmp.Equal(got, []string{"ns/a", "ns/b", "ns/c"}) {
+		t.Errorf("ByIndex = %v", got)
+	}
+}
+
+// TestKeptViews: a continue page finds the view its List kept; views older
+// than the history window are dropped, whatever order they were kept in.
+func TestKeptViews(t *testing.T) {
+	ix := New(names, Options{HistoryMaxEvents: 2})
+	synced(t, ix, "10", pod("ns/a", 1, "n1"))
+	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("ns/b", 11, "n1"))})
+	v11 := ix.View()
+	ix.Keep(v11)
+	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("ns/c", 12, "n1"))})
+	if _, err := ix.ViewAt("10"); err != nil { // rebuilt and kept after 11
+		t.Fatal(err)
+	}
+	got, err := ix.ViewAt("11")
+	if err != nil || got.t != v11.t {
+		t.Fatalf("ViewAt(11) = %v, %v; want the kept view", got.ResourceVersion, err)
+	}
+	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("ns/d", 13, "n1")), d(deltafifo.Added, pod("ns/e", 14, "n1"))})
+	ix.views.mu.Lock()
+	defer ix.views.mu.Unlock()
+	for _, v := range ix.views.kept {
+		if n, _ := parseRV(v.ResourceVersion); n < ix.history.floor {
+			t.Errorf("view at %s kept below the history floor %d", v.ResourceVersion, ix.history.floor)
+		}
+	}
+	if ix.views.live != nil && ix.views.liveVersion != ix.version {
+		t.Error("the live clone of an older version is still held")
+	}
+}

@@ -9,7 +9,8 @@ import (
 )
 
 // AddListener registers l for every event applied from now on, synced or
-// not. A fan-out registers once and adds watchers with Join.
+// not. A fan-out registers once and adds watchers with Join. After cancel
+// returns, a dispatch already in flight may still call l once more.
 func (ix *Indexer) AddListener(l Listener) (cancel func()) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -108,17 +109,17 @@ func (ix *Indexer) Join(start Start, fn func(j Joined)) error {
 	return nil
 }
 
-// ReplayAfter calls fn with up to about max events after from (a Seq),
+// ReplayAfter calls fn with up to about limit events after from (a Seq),
 // while no event can be applied, and whether they reach the cache's
 // current position (at, then): a caught-up reader registered with a
 // listener in fn sees every later event. A chunk never ends inside a group
 // of events that share one resourceVersion, so that a client resuming from
 // the last one it received misses nothing. It returns ErrTooOld when the
 // history no longer holds the events after from.
-func (ix *Indexer) ReplayAfter(from uint64, max int, fn func(evs []Event, caughtUp bool, at Position)) error {
+func (ix *Indexer) ReplayAfter(from uint64, limit int, fn func(evs []Event, caughtUp bool, at Position)) error {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	evs, ok := ix.history.after(from, max)
+	evs, ok := ix.history.after(from, limit)
 	if !ok {
 		return fmt.Errorf("%w: the events after it have left the history window (floor %d)", ErrTooOld, ix.history.floor)
 	}

@@ -3,6 +3,7 @@ package indexer
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/informerd/informerd/internal/object"
@@ -12,18 +13,17 @@ import (
 // pins the tree nodes the cache has replaced since it was taken.
 const maxViews = 16
 
-// views keeps the most recent views the pages of Lists were read from, so
-// that a continue page finds its List's view in O(1) instead of rebuilding
-// it. Its fields are guarded by mu; the Indexer's read lock is held too
-// when the live tree is cloned, so that no write runs meanwhile.
+// views keeps the views the pages of Lists with more to come were read
+// from, so that a continue page finds its List's view in O(1) instead of
+// rebuilding it. Its fields are guarded by mu; the Indexer's read lock is
+// held too when the live tree is cloned, so that no write runs meanwhile.
 type views struct {
 	mu   sync.Mutex
-	kept []View // oldest first
-	// live is a clone of the live tree at seq liveSeq, shared by every List
-	// until the cache changes.
-	live    *tree
-	liveSeq uint64
-	liveOK  bool
+	kept []View
+	// live is a clone of the live tree at version liveVersion, shared by
+	// every List until the cache changes; nil once it has.
+	live        *tree
+	liveVersion uint64
 }
 
 // View returns the cache's current objects, immutable, in O(1).
@@ -39,12 +39,10 @@ func (ix *Indexer) viewLocked() View {
 	vs := &ix.views
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
-	if !vs.liveOK || vs.liveSeq != ix.seq {
-		vs.live, vs.liveSeq, vs.liveOK = ix.objects.Clone(), ix.seq, true
+	if vs.live == nil || vs.liveVersion != ix.version {
+		vs.live, vs.liveVersion = ix.objects.Clone(), ix.version
 	}
-	v := View{t: vs.live, ResourceVersion: ix.rvString}
-	vs.keepLocked(v)
-	return v
+	return View{t: vs.live, ResourceVersion: ix.rvString}
 }
 
 // cloneLocked returns a private clone of the live tree, to modify. The
@@ -55,13 +53,22 @@ func (ix *Indexer) cloneLocked() *tree {
 	return ix.objects.Clone()
 }
 
+// Keep keeps v for the continue pages of the List that read its first page
+// from it: a later ViewAt of its resourceVersion returns it in O(1). At most
+// the 16 most recent views are kept, and none older than the history.
+func (ix *Indexer) Keep(v View) {
+	vs := &ix.views
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	vs.keepLocked(v)
+}
+
 func (vs *views) keepLocked(v View) {
-	if n := len(vs.kept); n > 0 && vs.kept[n-1].ResourceVersion == v.ResourceVersion {
-		vs.kept[n-1] = v
-		return
+	if i := slices.IndexFunc(vs.kept, func(k View) bool { return k.ResourceVersion == v.ResourceVersion }); i >= 0 {
+		vs.kept = slices.Delete(vs.kept, i, i+1)
 	}
 	if len(vs.kept) == maxViews {
-		vs.kept = append(vs.kept[:0], vs.kept[1:]...)
+		vs.kept = slices.Delete(vs.kept, 0, 1)
 	}
 	vs.kept = append(vs.kept, v)
 }
@@ -78,19 +85,18 @@ func (vs *views) find(rv string) (View, bool) {
 }
 
 // expire drops the views older than the history window (floor), which no
-// continue page may read any more. The caller holds ix.mu for writing.
-func (vs *views) expire(floor uint64) {
+// continue page may read any more, and the live clone once the cache has
+// changed since it (it would pin replaced objects until the next List).
+// The caller holds ix.mu for writing.
+func (vs *views) expire(floor, version uint64) {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
-	i := 0
-	for i < len(vs.kept) {
-		if rv, err := parseRV(vs.kept[i].ResourceVersion); err == nil && rv >= floor {
-			break
-		}
-		i++
-	}
-	if i > 0 {
-		vs.kept = append(vs.kept[:0], vs.kept[i:]...)
+	vs.kept = slices.DeleteFunc(vs.kept, func(v View) bool {
+		rv, err := parseRV(v.ResourceVersion)
+		return err != nil || rv < floor
+	})
+	if vs.liveVersion != version {
+		vs.live = nil
 	}
 }
 
@@ -104,22 +110,12 @@ func (ix *Indexer) ViewAt(rv string) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	if n >= ix.rv {
-		return ix.viewLocked(), nil
+	v, t, later, err := ix.viewAtLocked(rv, n)
+	if err != nil || t == nil {
+		return v, err
 	}
-	if n < ix.history.floor {
-		return View{}, fmt.Errorf("%w: %d is before the oldest kept, %d", ErrTooOld, n, ix.history.floor)
-	}
-	if v, ok := ix.views.find(rv); ok {
-		return v, nil
-	}
-	later, err := ix.sinceLocked(n)
-	if err != nil {
-		return View{}, err
-	}
-	t := ix.cloneLocked()
+	// The clone is private: the later events are undone on it outside the
+	// lock, so that a rebuild never holds up Apply.
 	for i := len(later) - 1; i >= 0; i-- {
 		ev := later[i]
 		switch ev.Type {
@@ -131,11 +127,30 @@ func (ix *Indexer) ViewAt(rv string) (View, error) {
 			return View{}, fmt.Errorf("indexer: unexpected %s event in history", ev.Type)
 		}
 	}
-	v := View{t: t, ResourceVersion: rv}
-	ix.views.mu.Lock()
-	ix.views.keepLocked(v)
-	ix.views.mu.Unlock()
+	v = View{t: t, ResourceVersion: rv}
+	ix.Keep(v)
 	return v, nil
+}
+
+// viewAtLocked returns the view at rv when it is the current one or kept;
+// otherwise a private clone of the live tree and the events to undo on it.
+func (ix *Indexer) viewAtLocked(rv string, n uint64) (View, *tree, []Event, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if n >= ix.rv {
+		return ix.viewLocked(), nil, nil, nil
+	}
+	if n < ix.history.floor {
+		return View{}, nil, nil, fmt.Errorf("%w: %d is before the oldest kept, %d", ErrTooOld, n, ix.history.floor)
+	}
+	if v, ok := ix.views.find(rv); ok {
+		return v, nil, nil, nil
+	}
+	later, err := ix.sinceLocked(n)
+	if err != nil {
+		return View{}, nil, nil, err
+	}
+	return View{}, ix.cloneLocked(), later, nil
 }
 
 // ListAt returns the objects for which match returns true as they were at

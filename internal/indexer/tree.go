@@ -39,7 +39,12 @@ type View struct {
 }
 
 // Len returns how many objects the view holds.
-func (v View) Len() int { return v.t.Len() }
+func (v View) Len() int {
+	if v.t == nil {
+		return 0
+	}
+	return v.t.Len()
+}
 
 // Page returns up to limit objects, in key order, with keys after after
 // (all when empty) that start with prefix and for which match returns true
@@ -47,6 +52,9 @@ func (v View) Len() int { return v.t.Len() }
 // visits only the objects it returns and those match rejects, each in
 // O(log n): a page costs O(page · log n) when most objects match.
 func (v View) Page(after, prefix string, limit int, match func(*object.Object) bool) (objs []*object.Object, more bool) {
+	if v.t == nil {
+		return nil, false
+	}
 	from := max(after, prefix)
 	v.t.AscendGreaterOrEqual(entry{key: from}, func(e entry) bool {
 		if !strings.HasPrefix(e.key, prefix) {

@@ -68,7 +68,8 @@ func (s *Server) list(ctx context.Context, req *pb.ListRequest) (*encoded, error
 	}
 
 	// A page of a whole-cache or namespace List is read from an immutable
-	// view in O(page · log n); an index's few objects are listed whole.
+	// view in O(page · log n); an index's few objects are listed whole (its
+	// continue pages scan the view from the last key, filtering).
 	var objs []*object.Object
 	var rv string
 	var more bool
@@ -101,6 +102,9 @@ func (s *Server) list(ctx context.Context, req *pb.ListRequest) (*encoded, error
 		v := ix.View()
 		objs, more = v.Page("", namespacePrefix(sel.Namespace), limit, match)
 		rv = v.ResourceVersion
+		if more {
+			ix.Keep(v) // for the continue pages
+		}
 	}
 	bytes := 0
 	for i, o := range objs {

@@ -230,6 +230,10 @@ func endReason(ctx context.Context, err error) string {
 	switch status.Code(err) {
 	case codes.ResourceExhausted:
 		return metricsReasonSlow
+	case codes.OutOfRange:
+		// A resumed watch whose resourceVersion left the history window
+		// before its replay was read.
+		return metricsReasonTooOld
 	case codes.Unavailable:
 		return metricsReasonShutdown
 	case codes.PermissionDenied, codes.Unauthenticated:
