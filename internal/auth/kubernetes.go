@@ -53,6 +53,15 @@ var (
 	_ Authorizer    = (*Kubernetes)(nil)
 )
 
+// Defaults of KubernetesOptions, used by informerd's flags too.
+const (
+	DefaultAudience = "informerd"
+	DefaultCacheTTL = 10 * time.Second
+	// DefaultRecheckInterval is how often an open Watch re-checks its
+	// caller (answered from the caches).
+	DefaultRecheckInterval = time.Second
+)
+
 // retry is how delegated reviews are retried on transient errors: quickly,
 // so a caller is not held long when the API server is away.
 var retry = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 3}
@@ -62,11 +71,11 @@ var retry = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.
 // system:auth-delegator ClusterRole).
 func NewKubernetes(cfg *rest.Config, o KubernetesOptions) (*Kubernetes, error) {
 	if len(o.Audiences) == 0 {
-		o.Audiences = []string{"informerd"}
+		o.Audiences = []string{DefaultAudience}
 	}
 	for _, ttl := range []*time.Duration{&o.AuthenticationTTL, &o.AuthorizedTTL, &o.UnauthorizedTTL} {
 		if *ttl <= 0 {
-			*ttl = 10 * time.Second
+			*ttl = DefaultCacheTTL
 		}
 	}
 	client, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))

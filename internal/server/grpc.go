@@ -41,16 +41,16 @@ type GRPCOptions struct {
 // it.
 func (s *Server) NewGRPC(o GRPCOptions) *grpc.Server {
 	if o.MaxRequestBytes <= 0 {
-		o.MaxRequestBytes = 1 << 20
+		o.MaxRequestBytes = DefaultMaxRequestBytes
 	}
 	if o.MaxStreamsPerConnection == 0 {
-		o.MaxStreamsPerConnection = 1000
+		o.MaxStreamsPerConnection = DefaultMaxStreamsPerConnection
 	}
 	if o.KeepaliveTime <= 0 {
-		o.KeepaliveTime = 2 * time.Minute
+		o.KeepaliveTime = DefaultKeepaliveTime
 	}
 	if o.KeepaliveTimeout <= 0 {
-		o.KeepaliveTimeout = 20 * time.Second
+		o.KeepaliveTimeout = DefaultKeepaliveTimeout
 	}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(o.MaxRequestBytes),

@@ -93,16 +93,16 @@ var _ pb.CacheServiceServer = (*Server)(nil)
 // New returns a server over caches.
 func New(caches Caches, opts Options) *Server {
 	if opts.DefaultPageSize <= 0 {
-		opts.DefaultPageSize = 500
+		opts.DefaultPageSize = DefaultPageSize
 	}
 	if opts.MaxPageSize <= 0 {
-		opts.MaxPageSize = 5000
+		opts.MaxPageSize = DefaultMaxPageSize
 	}
 	if opts.MaxPageBytes <= 0 {
-		opts.MaxPageBytes = 3 << 20
+		opts.MaxPageBytes = DefaultMaxPageBytes
 	}
 	if opts.MaxWatches <= 0 {
-		opts.MaxWatches = 10000
+		opts.MaxWatches = DefaultMaxWatches
 	}
 	if opts.Observer == nil {
 		opts.Observer = nopObserver{}
@@ -114,7 +114,7 @@ func New(caches Caches, opts Options) *Server {
 		opts.Authorizer = auth.None{}
 	}
 	if opts.RecheckInterval <= 0 {
-		opts.RecheckInterval = time.Second
+		opts.RecheckInterval = DefaultRecheckInterval
 	}
 	s := &Server{caches: caches, opts: opts, hubs: map[*pipeline.Pipeline]*fanout.Hub{}}
 	s.stopping, s.stop = context.WithCancelCause(context.Background())
