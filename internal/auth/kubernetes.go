@@ -57,9 +57,6 @@ var (
 const (
 	DefaultAudience = "informerd"
 	DefaultCacheTTL = 10 * time.Second
-	// DefaultRecheckInterval is how often an open Watch re-checks its
-	// caller (answered from the caches).
-	DefaultRecheckInterval = time.Second
 )
 
 // retry is how delegated reviews are retried on transient errors: quickly,
