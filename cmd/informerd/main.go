@@ -279,7 +279,7 @@ func run1(ctx context.Context, o options, log *slog.Logger) error {
 	healthSrv.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	cacheSrv.Register(grpcSrv, &healthpb.Health_ServiceDesc, healthSrv)
 	grpcMetrics.InitializeMetrics(grpcSrv)
-	reg.MustRegister(metrics.NewCollector(caches, cacheSrv))
+	reg.MustRegister(metrics.NewCollector(caches))
 	reflection.Register(grpcSrv)
 
 	grpcLis, err := transport.Listen("--grpc-address", o.grpcAddress, o.socket)

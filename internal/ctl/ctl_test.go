@@ -60,7 +60,7 @@ resources:
 `, ns), testserver.Options{Metrics: true})
 	p, _ := srv.Set().Lookup("configmaps")
 	testenv.Eventually(t, time.Minute, "informerd to cache the three configmaps", func() bool {
-		return p.Indexer().Stats().Objects == 3
+		return p.Cache().Stats().Objects == 3
 	})
 	return srv, kube
 }

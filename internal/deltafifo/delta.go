@@ -2,48 +2,45 @@
 // order, bounded (a full queue makes the producer wait), and keyed so that a
 // relist (Replace) is diffed against what the cache holds and yields only the
 // objects that were really added, changed or deleted.
+//
+// Despite its name (kept from the project's layout), it is not client-go's
+// DeltaFIFO, which merges the deltas of one key and pops them per key. It
+// behaves like client-go's RealFIFO, the shared informer's queue in
+// client-go v0.37: one entry per change, popped in the order received. It differs from
+// RealFIFO in four ways:
+//   - it is bounded: Add waits while the queue is full, which slows the
+//     reflector's read of the watch (client-go's queues grow without bound);
+//   - a Replace is one entry, diffed against the cache when popped: objects
+//     whose resourceVersion did not change yield nothing, where client-go
+//     queues a Replaced delta for every listed object;
+//   - at most one Replace is queued: a newer one drops the older and what
+//     followed it;
+//   - bookmarks are entries too (watch.Bookmark deltas), so the cache's
+//     resourceVersion moves in order with the changes.
+//
+// Deltas carry apimachinery's watch.EventType, the one event type informerd
+// uses from the queue to the stream.
 package deltafifo
 
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/watch"
+
 	"github.com/informerd/informerd/internal/object"
 )
 
-// Type is the kind of a Delta.
-type Type int
-
-// Delta types.
-const (
-	Added Type = iota + 1
-	Updated
-	Deleted
-	// Bookmark carries only a resourceVersion: the cache has seen every
-	// change up to it.
-	Bookmark
-	// Synced marks the end of the first full list: the cache is complete.
-	Synced
-)
-
-func (t Type) String() string {
-	switch t {
-	case Added:
-		return "Added"
-	case Updated:
-		return "Updated"
-	case Deleted:
-		return "Deleted"
-	case Bookmark:
-		return "Bookmark"
-	case Synced:
-		return "Synced"
-	}
-	return "Unknown"
-}
-
 // Delta is one change for the cache to apply.
 type Delta struct {
-	Type Type
+	// Type is watch.Added, Modified or Deleted for a change to Object, or
+	// watch.Bookmark for a delta that only moves the resourceVersion: the
+	// cache has seen every change up to it. informerd's core uses
+	// apimachinery's event types from the queue to the stream; only the
+	// serving layers map them to their wire.
+	Type watch.EventType
+	// Synced is set on the Bookmark that ends the first full list: the
+	// cache is complete from there on.
+	Synced bool
 	// Object is the new state, or for Deleted the last state known.
 	Object *object.Object
 	// ResourceVersion is the RV this delta brings the cache to: the

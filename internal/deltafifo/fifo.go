@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/informerd/informerd/internal/object"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // ErrClosed is returned by every method once the queue is closed.
@@ -49,32 +50,25 @@ func New(known Known, capacity int) *FIFO {
 	return f
 }
 
-// Len returns the number of queued entries.
-func (f *FIFO) Len() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.items) - f.head
-}
-
 // Add queues an added object.
 func (f *FIFO) Add(o *object.Object) error {
-	return f.push(item{delta: Delta{Type: Added, Object: o, ResourceVersion: o.ResourceVersion}})
+	return f.push(item{delta: Delta{Type: watch.Added, Object: o, ResourceVersion: o.ResourceVersion}})
 }
 
 // Update queues a changed object.
 func (f *FIFO) Update(o *object.Object) error {
-	return f.push(item{delta: Delta{Type: Updated, Object: o, ResourceVersion: o.ResourceVersion}})
+	return f.push(item{delta: Delta{Type: watch.Modified, Object: o, ResourceVersion: o.ResourceVersion}})
 }
 
 // Delete queues a deleted object; o is its final state, and its
 // resourceVersion is the deletion's.
 func (f *FIFO) Delete(o *object.Object) error {
-	return f.push(item{delta: Delta{Type: Deleted, Object: o, ResourceVersion: o.ResourceVersion}})
+	return f.push(item{delta: Delta{Type: watch.Deleted, Object: o, ResourceVersion: o.ResourceVersion}})
 }
 
 // Bookmark queues a resourceVersion the cache has caught up to.
 func (f *FIFO) Bookmark(rv string) error {
-	return f.push(item{delta: Delta{Type: Bookmark, ResourceVersion: rv}})
+	return f.push(item{delta: Delta{Type: watch.Bookmark, ResourceVersion: rv}})
 }
 
 // Replace queues a full list at rv. When popped it is diffed against Known:
@@ -126,8 +120,8 @@ func (f *FIFO) Close() {
 }
 
 // Pop waits for the next entry and returns its deltas in the order to apply
-// them: one for a plain entry, the diff for a Replace (followed by Synced
-// after the first one). It returns ctx's error or ErrClosed when it stops.
+// them: one for a plain entry, the diff for a Replace (its Bookmark marked
+// Synced after the first one). It returns ctx's error or ErrClosed when it stops.
 func (f *FIFO) Pop(ctx context.Context) ([]Delta, error) {
 	for {
 		f.mu.Lock()

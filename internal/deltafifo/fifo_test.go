@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/informerd/informerd/internal/object"
 )
@@ -34,16 +35,17 @@ func obj(key, uid, rv string) *object.Object {
 
 // summary is a Delta reduced to what the tests compare.
 type summary struct {
-	Type   Type
+	Type   watch.EventType
 	Key    string
 	RV     string
 	Relist bool
+	Synced bool
 }
 
 func summarize(ds []Delta) []summary {
 	var out []summary
 	for _, d := range ds {
-		s := summary{Type: d.Type, RV: d.ResourceVersion, Relist: d.Relist}
+		s := summary{Type: d.Type, RV: d.ResourceVersion, Relist: d.Relist, Synced: d.Synced}
 		if d.Object != nil {
 			s.Key = d.Object.Key
 		}
@@ -67,8 +69,8 @@ func TestReplaceDiff(t *testing.T) {
 			list:  []*object.Object{obj("ns/b", "ub", "5"), obj("ns/a", "ua", "3")},
 			rv:    "9", first: true,
 			want: []summary{
-				{Added, "ns/a", "3", true}, {Added, "ns/b", "5", true},
-				{Bookmark, "", "9", true}, {Synced, "", "9", false},
+				{watch.Added, "ns/a", "3", true, false}, {watch.Added, "ns/b", "5", true, false},
+				{watch.Bookmark, "", "9", true, true},
 			},
 		},
 		{
@@ -76,7 +78,7 @@ func TestReplaceDiff(t *testing.T) {
 			known: fakeKnown{"ns/a": obj("ns/a", "ua", "3"), "ns/b": obj("ns/b", "ub", "5")},
 			list:  []*object.Object{obj("ns/a", "ua", "3"), obj("ns/b", "ub", "5")},
 			rv:    "20",
-			want:  []summary{{Bookmark, "", "20", true}},
+			want:  []summary{{watch.Bookmark, "", "20", true, false}},
 		},
 		{
 			name: "adds, updates and deletes in RV order, deletes last at the list RV",
@@ -89,9 +91,9 @@ func TestReplaceDiff(t *testing.T) {
 			list: []*object.Object{obj("ns/new", "u5", "12"), obj("ns/same", "u1", "3"), obj("ns/chg", "u2", "10")},
 			rv:   "15",
 			want: []summary{
-				{Updated, "ns/chg", "10", true}, {Added, "ns/new", "12", true},
-				{Deleted, "ns/gon2", "15", true}, {Deleted, "ns/gone", "15", true},
-				{Bookmark, "", "15", true},
+				{watch.Modified, "ns/chg", "10", true, false}, {watch.Added, "ns/new", "12", true, false},
+				{watch.Deleted, "ns/gon2", "15", true, false}, {watch.Deleted, "ns/gone", "15", true, false},
+				{watch.Bookmark, "", "15", true, false},
 			},
 		},
 		{
@@ -99,14 +101,14 @@ func TestReplaceDiff(t *testing.T) {
 			known: fakeKnown{"ns/a": obj("ns/a", "old", "3")},
 			list:  []*object.Object{obj("ns/a", "new", "8")},
 			rv:    "9",
-			want:  []summary{{Deleted, "ns/a", "8", true}, {Added, "ns/a", "8", true}, {Bookmark, "", "9", true}},
+			want:  []summary{{watch.Deleted, "ns/a", "8", true, false}, {watch.Added, "ns/a", "8", true, false}, {watch.Bookmark, "", "9", true, false}},
 		},
 		{
 			name:  "empty list deletes everything",
 			known: fakeKnown{"a": obj("a", "ua", "3")},
 			list:  nil,
 			rv:    "4",
-			want:  []summary{{Deleted, "a", "4", true}, {Bookmark, "", "4", true}},
+			want:  []summary{{watch.Deleted, "a", "4", true, false}, {watch.Bookmark, "", "4", true, false}},
 		},
 	}
 	for _, tt := range tests {
@@ -148,7 +150,7 @@ func TestOrderIsKept(t *testing.T) {
 		}
 		got = append(got, summarize(ds)...)
 	}
-	want := []summary{{Added, "a", "1", false}, {Updated, "a", "2", false}, {Bookmark, "", "3", false}, {Deleted, "a", "4", false}}
+	want := []summary{{watch.Added, "a", "1", false, false}, {watch.Modified, "a", "2", false, false}, {watch.Bookmark, "", "3", false, false}, {watch.Deleted, "a", "4", false, false}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("deltas (-want +got):\n%s", diff)
 	}
@@ -170,7 +172,7 @@ func TestFullQueueBlocksProducerUntilPop(t *testing.T) {
 			t.Fatalf("Add on a full queue returned %v, want it to wait", err)
 		default:
 		}
-		if got := f.Len(); got != 2 {
+		if got := queued(f); got != 2 {
 			t.Fatalf("Len() = %d, want 2 (the bound)", got)
 		}
 		if _, err := f.Pop(context.Background()); err != nil {
@@ -231,7 +233,7 @@ func TestNewerReplaceSupersedesQueuedOne(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := f.Len(); got != 2 {
+	if got := queued(f); got != 2 {
 		t.Fatalf("Len() = %d, want 2: the add before the first list, and the newest list", got)
 	}
 	var got []summary
@@ -242,8 +244,15 @@ func TestNewerReplaceSupersedesQueuedOne(t *testing.T) {
 		}
 		got = append(got, summarize(ds)...)
 	}
-	want := []summary{{Added, "a", "1", false}, {Added, "d", "4", true}, {Bookmark, "", "4", true}}
+	want := []summary{{watch.Added, "a", "1", false, false}, {watch.Added, "d", "4", true, false}, {watch.Bookmark, "", "4", true, false}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("deltas (-want +got):\n%s", diff)
 	}
+}
+
+// queued is the number of entries in f's queue.
+func queued(f *FIFO) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.items) - f.head
 }

@@ -114,7 +114,7 @@ func runExample(t *testing.T, ns string, secure bool, cmdFor command) {
 	srv := testserver.Start(t, env.Config, fmt.Sprintf("resources: [{resource: configmaps, namespace: %s}]", ns), opts)
 	p, _ := srv.Set().Lookup("configmaps")
 	testenv.Eventually(t, time.Minute, "the cache to hold the two configmaps", func() bool {
-		return p.Indexer().Stats().Objects == 2
+		return p.Cache().Stats().Objects == 2
 	})
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 	"github.com/informerd/informerd/internal/deltafifo"
 	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/object"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 const (
@@ -45,10 +46,10 @@ func benchCache(b *testing.B, pods []*object.Object, queue int) (*indexer.Indexe
 	ix := indexer.New([]string{"namespace", "node"}, indexer.Options{HistoryMaxEvents: benchHistory})
 	ds := make([]deltafifo.Delta, 0, len(pods)+2)
 	for _, o := range pods {
-		ds = append(ds, deltafifo.Delta{Type: deltafifo.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
+		ds = append(ds, deltafifo.Delta{Type: watch.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
 	}
 	rv := strconv.Itoa(len(pods))
-	ix.Apply(append(ds, deltafifo.Delta{Type: deltafifo.Bookmark, ResourceVersion: rv}, deltafifo.Delta{Type: deltafifo.Synced, ResourceVersion: rv}))
+	ix.Apply(append(ds, deltafifo.Delta{Type: watch.Bookmark, ResourceVersion: rv, Synced: true}))
 	hub := New(ix, Options{QueueLength: queue})
 	b.Cleanup(func() { hub.Close(nil) })
 	return ix, hub
@@ -65,7 +66,7 @@ func (u *updater) next() {
 	o := *u.pods[int(u.rv)%len(u.pods)]
 	u.rv++
 	o.RV, o.ResourceVersion = u.rv, strconv.FormatUint(u.rv, 10)
-	u.ix.Apply([]deltafifo.Delta{{Type: deltafifo.Updated, Object: &o, ResourceVersion: o.ResourceVersion}})
+	u.ix.Apply([]deltafifo.Delta{{Type: watch.Modified, Object: &o, ResourceVersion: o.ResourceVersion}})
 }
 
 // consume reads w until it has received an item at rv or later, and
@@ -78,7 +79,7 @@ func consume(w *Watcher, rv uint64) (int, error) {
 			return n, err
 		}
 		n += len(items)
-		if last := items[len(items)-1]; last.Type != Bookmark && last.RV >= rv {
+		if last := items[len(items)-1]; last.Type != watch.Bookmark && last.RV >= rv {
 			return n, nil
 		}
 	}

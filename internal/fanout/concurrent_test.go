@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/informerd/informerd/internal/deltafifo"
 	"github.com/informerd/informerd/internal/indexer"
@@ -42,7 +43,7 @@ func concurrentJoins(t *testing.T, seed uint64) {
 	const changes, watchers = 3000, 40
 	rnd := rand.New(rand.NewPCG(seed, 7))
 	ix := indexer.New([]string{"namespace", "node"}, indexer.Options{HistoryMaxEvents: 2 * changes})
-	ix.Apply([]deltafifo.Delta{{Type: deltafifo.Bookmark, ResourceVersion: "100"}, {Type: deltafifo.Synced, ResourceVersion: "100"}})
+	ix.Apply([]deltafifo.Delta{{Type: watch.Bookmark, ResourceVersion: "100", Synced: true}})
 	log := &eventLog{}
 	defer ix.AddListener(log)()
 	hub := New(ix, Options{QueueLength: 1 + rnd.IntN(8)})
@@ -60,11 +61,11 @@ func concurrentJoins(t *testing.T, seed uint64) {
 			o := pod(name, rv, "n"+strconv.Itoa(rnd.IntN(3)))
 			switch p := rnd.IntN(20); {
 			case p == 0:
-				ix.Apply([]deltafifo.Delta{{Type: deltafifo.Bookmark, ResourceVersion: strconv.Itoa(rv)}})
+				ix.Apply([]deltafifo.Delta{{Type: watch.Bookmark, ResourceVersion: strconv.Itoa(rv)}})
 			case p == 1 && len(state) > 1:
 				var ds []deltafifo.Delta
 				for k, o := range state {
-					ds = append(ds, deltafifo.Delta{Type: deltafifo.Deleted, Object: o, ResourceVersion: strconv.Itoa(rv), Relist: true})
+					ds = append(ds, deltafifo.Delta{Type: watch.Deleted, Object: o, ResourceVersion: strconv.Itoa(rv), Relist: true})
 					delete(state, k)
 					if len(ds) == 3 {
 						break
@@ -73,11 +74,11 @@ func concurrentJoins(t *testing.T, seed uint64) {
 				ix.Apply(ds)
 			case state[o.Key] != nil && p < 6:
 				delete(state, o.Key)
-				ix.Apply([]deltafifo.Delta{{Type: deltafifo.Deleted, Object: o, ResourceVersion: o.ResourceVersion}})
+				ix.Apply([]deltafifo.Delta{{Type: watch.Deleted, Object: o, ResourceVersion: o.ResourceVersion}})
 			default:
-				typ := deltafifo.Added
+				typ := watch.Added
 				if state[o.Key] != nil {
-					typ = deltafifo.Updated
+					typ = watch.Modified
 				}
 				state[o.Key] = o
 				ix.Apply([]deltafifo.Delta{{Type: typ, Object: o, ResourceVersion: o.ResourceVersion}})
@@ -118,7 +119,7 @@ func concurrentJoins(t *testing.T, seed uint64) {
 	wg.Wait()
 	// A bookmark reaches every watcher. Once each has caught up with it and
 	// its reader has taken everything, the readers stop.
-	ix.Apply([]deltafifo.Delta{{Type: deltafifo.Bookmark, ResourceVersion: "1000000"}})
+	ix.Apply([]deltafifo.Delta{{Type: watch.Bookmark, ResourceVersion: "1000000"}})
 	last := log.lastSeq
 	for _, j := range js {
 		for !caughtUp(j.w, last) {
@@ -170,7 +171,7 @@ func stateAt(evs []indexer.Event, seq uint64, rv string, sel Selection) []Item {
 		if ev.Seq > seq {
 			break
 		}
-		if ev.Type == indexer.Deleted {
+		if ev.Type == watch.Deleted {
 			delete(state, ev.Object.Key)
 		} else {
 			state[ev.Object.Key] = ev.Object
@@ -184,7 +185,7 @@ func stateAt(evs []indexer.Event, seq uint64, rv string, sel Selection) []Item {
 	var out []Item
 	for _, k := range keys {
 		if sel.Matches(state[k]) {
-			out = append(out, Item{Type: Added, Object: state[k], ResourceVersion: rv})
+			out = append(out, Item{Type: watch.Added, Object: state[k], ResourceVersion: rv})
 		}
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/informerd/informerd/internal/deltafifo"
 	"github.com/informerd/informerd/internal/indexer"
@@ -34,16 +35,16 @@ func newRig(t *testing.T, queueLen, history int, objs ...*object.Object) *rig {
 	ix := indexer.New([]string{"namespace", "node"}, indexer.Options{HistoryMaxEvents: history})
 	var ds []deltafifo.Delta
 	for _, o := range objs {
-		ds = append(ds, deltafifo.Delta{Type: deltafifo.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
+		ds = append(ds, deltafifo.Delta{Type: watch.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
 	}
-	ds = append(ds, deltafifo.Delta{Type: deltafifo.Bookmark, ResourceVersion: "100"}, deltafifo.Delta{Type: deltafifo.Synced, ResourceVersion: "100"})
+	ds = append(ds, deltafifo.Delta{Type: watch.Bookmark, ResourceVersion: "100", Synced: true})
 	ix.Apply(ds)
 	r := &rig{ix: ix, hub: New(ix, Options{QueueLength: queueLen}), rv: 100}
 	t.Cleanup(func() { r.hub.Close(nil) })
 	return r
 }
 
-func (r *rig) apply(typ deltafifo.Type, name, node string) {
+func (r *rig) apply(typ watch.EventType, name, node string) {
 	r.rv++
 	o := pod(name, r.rv, node)
 	r.ix.Apply([]deltafifo.Delta{{Type: typ, Object: o, ResourceVersion: o.ResourceVersion}})
@@ -52,7 +53,7 @@ func (r *rig) apply(typ deltafifo.Type, name, node string) {
 func render(items []Item) []string {
 	var out []string
 	for _, it := range items {
-		s := [...]string{"", "ADDED", "MODIFIED", "DELETED", "BOOKMARK"}[it.Type] + " " + it.ResourceVersion
+		s := string(it.Type) + " " + it.ResourceVersion
 		if it.Object != nil {
 			s += " " + it.Object.Name
 		}
@@ -86,12 +87,12 @@ func TestSelectionTransitions(t *testing.T) {
 	if diff := cmp.Diff([]string{"ADDED 100 a"}, render(initial)); diff != "" || at != "100" {
 		t.Errorf("initial at %s (-want +got):\n%s", at, diff)
 	}
-	r.apply(deltafifo.Updated, "a", "n1") // 101 stays: MODIFIED
-	r.apply(deltafifo.Updated, "a", "n2") // 102 leaves: DELETED
-	r.apply(deltafifo.Updated, "b", "n2") // 103 not ours: nothing
-	r.apply(deltafifo.Updated, "b", "n1") // 104 enters: ADDED
-	r.apply(deltafifo.Added, "c", "n3")   // 105 not ours
-	r.apply(deltafifo.Deleted, "b", "n1") // 106 DELETED
+	r.apply(watch.Modified, "a", "n1") // 101 stays: MODIFIED
+	r.apply(watch.Modified, "a", "n2") // 102 leaves: DELETED
+	r.apply(watch.Modified, "b", "n2") // 103 not ours: nothing
+	r.apply(watch.Modified, "b", "n1") // 104 enters: ADDED
+	r.apply(watch.Added, "c", "n3")    // 105 not ours
+	r.apply(watch.Deleted, "b", "n1")  // 106 DELETED
 	want := []string{"MODIFIED 101 a", "DELETED 102 a", "ADDED 104 b", "DELETED 106 b"}
 	if diff := cmp.Diff(want, render(drain(t, w))); diff != "" {
 		t.Errorf("items (-want +got):\n%s", diff)
@@ -113,7 +114,7 @@ func TestOnlyCandidatesAreVisited(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.hub.mu.Lock()
-	r.hub.candidatesLocked(indexer.Event{Type: indexer.Modified, Prev: pod("x", 1, "n3"), Object: pod("x", 2, "n7"), Seq: 1})
+	r.hub.candidatesLocked(indexer.Event{Type: watch.Modified, Prev: pod("x", 1, "n3"), Object: pod("x", 2, "n7"), Seq: 1})
 	got := len(r.hub.targets)
 	r.hub.mu.Unlock()
 	if got != 3 {
@@ -123,20 +124,20 @@ func TestOnlyCandidatesAreVisited(t *testing.T) {
 	for _, w := range ws {
 		w.Close()
 	}
-	if n := r.hub.Len(); n != 0 {
+	if n := watchers(r.hub); n != 0 {
 		t.Errorf("hub still holds %d watchers after Close", n)
 	}
 }
 
 func TestResumeFromResourceVersion(t *testing.T) {
 	r := newRig(t, 100, 100)
-	r.apply(deltafifo.Added, "a", "n1") // 101
-	r.apply(deltafifo.Added, "b", "n1") // 102
+	r.apply(watch.Added, "a", "n1") // 101
+	r.apply(watch.Added, "b", "n1") // 102
 	w, initial, _, err := r.hub.Watch(WatchOptions{Selection: onNode("n1"), ResourceVersion: "101"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.apply(deltafifo.Added, "c", "n1") // 103
+	r.apply(watch.Added, "c", "n1") // 103
 	got := render(append(initial, drain(t, w)...))
 	if diff := cmp.Diff([]string{"ADDED 102 b", "ADDED 103 c"}, got); diff != "" {
 		t.Errorf("resumed items (-want +got):\n%s", diff)
@@ -158,7 +159,7 @@ func TestSlowWatcherIsReplayedFromHistory(t *testing.T) {
 	}
 	var want, fastGot []string
 	for i := range 6 {
-		r.apply(deltafifo.Added, "p"+strconv.Itoa(i), "n1")
+		r.apply(watch.Added, "p"+strconv.Itoa(i), "n1")
 		want = append(want, "ADDED "+strconv.Itoa(101+i)+" p"+strconv.Itoa(i))
 		fastGot = append(fastGot, render(drain(t, fast))...)
 	}
@@ -177,7 +178,7 @@ func TestWatcherOutOfTheWindowIsEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		r.apply(deltafifo.Added, "p"+strconv.Itoa(i), "n1")
+		r.apply(watch.Added, "p"+strconv.Itoa(i), "n1")
 	}
 	items, err := w.Next(context.Background()) // the one queued item
 	if err != nil || len(items) != 1 {
@@ -188,7 +189,7 @@ func TestWatcherOutOfTheWindowIsEnded(t *testing.T) {
 	if !errors.As(err, &tooSlow) || tooSlow.LastResourceVersion != "101" {
 		t.Fatalf("Next = %v, want TooSlowError at 101", err)
 	}
-	if n := r.hub.Len(); n != 0 {
+	if n := watchers(r.hub); n != 0 {
 		t.Errorf("ended watcher still registered (%d)", n)
 	}
 }
@@ -199,13 +200,13 @@ func TestCoalescingWatcherKeepsLatestPerObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.apply(deltafifo.Updated, "x", "n1")    // 101
-	r.apply(deltafifo.Added, "a", "n1")      // 102
-	r.apply(deltafifo.Updated, "a", "n1")    // 103: ADDED absorbs it
-	r.apply(deltafifo.Added, "tmp", "n1")    // 104
-	r.apply(deltafifo.Deleted, "tmp", "n1")  // 105: cancels the add
-	r.apply(deltafifo.Updated, "x", "n1")    // 106: MODIFIED moves to the back
-	r.apply(deltafifo.Deleted, "gone", "n1") // 107
+	r.apply(watch.Modified, "x", "n1")   // 101
+	r.apply(watch.Added, "a", "n1")      // 102
+	r.apply(watch.Modified, "a", "n1")   // 103: ADDED absorbs it
+	r.apply(watch.Added, "tmp", "n1")    // 104
+	r.apply(watch.Deleted, "tmp", "n1")  // 105: cancels the add
+	r.apply(watch.Modified, "x", "n1")   // 106: MODIFIED moves to the back
+	r.apply(watch.Deleted, "gone", "n1") // 107
 	if st := r.hub.Stats(); st.Watchers != 1 || st.MaxQueueDepth != 3 || st.Coalesced != 3 {
 		t.Errorf("Stats() = %+v, want 1 watcher, depth 3, 3 changes absorbed", st)
 	}
@@ -221,13 +222,24 @@ func TestBookmarks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.apply(deltafifo.Added, "other", "n2") // 101, not ours
-	r.ix.Apply([]deltafifo.Delta{{Type: deltafifo.Bookmark, ResourceVersion: "150"}})
+	noBookmarks, _, _, err := r.hub.Watch(WatchOptions{Selection: onNode("n1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer noBookmarks.Close()
+	r.apply(watch.Added, "other", "n2") // 101, not ours
+	r.ix.Apply([]deltafifo.Delta{{Type: watch.Bookmark, ResourceVersion: "150"}})
 	if diff := cmp.Diff([]string{"BOOKMARK 150"}, render(drain(t, w))); diff != "" {
 		t.Errorf("items (-want +got):\n%s", diff)
 	}
-	if _, ok := w.Bookmark(); ok {
-		t.Error("Bookmark() offered one with nothing new since the last")
+	if _, ok := w.IdleBookmark(); ok {
+		t.Error("IdleBookmark() offered one with nothing new since the last")
+	}
+	r.ix.Apply([]deltafifo.Delta{{Type: watch.Bookmark, ResourceVersion: "160"}})
+	drain(t, w)
+	r.ix.Apply([]deltafifo.Delta{{Type: watch.Bookmark, ResourceVersion: "170"}})
+	if _, ok := noBookmarks.IdleBookmark(); ok {
+		t.Error("IdleBookmark() offered one to a watch that does not allow bookmarks")
 	}
 }
 
@@ -252,14 +264,14 @@ func TestCloseEndsWatchers(t *testing.T) {
 func TestCoalescingResumeIsNeverTooSlow(t *testing.T) {
 	r := newRig(t, 10, 600)
 	for i := range 500 {
-		r.apply(deltafifo.Added, "p"+strconv.Itoa(i), "n1")
+		r.apply(watch.Added, "p"+strconv.Itoa(i), "n1")
 	}
 	w, _, _, err := r.hub.Watch(WatchOptions{Selection: Selection{Index: -1}, ResourceVersion: "100", Coalesce: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 400 {
-		r.apply(deltafifo.Updated, "p"+strconv.Itoa(i), "n1")
+		r.apply(watch.Modified, "p"+strconv.Itoa(i), "n1")
 	}
 	items := drain(t, w)
 	if len(items) != 500 {
@@ -276,14 +288,14 @@ func TestCoalescingResumeIsNeverTooSlow(t *testing.T) {
 func TestResumeOutOfTheWindowIsTooOld(t *testing.T) {
 	r := newRig(t, 1000, 300)
 	for i := range 290 {
-		r.apply(deltafifo.Added, "p"+strconv.Itoa(i), "n1")
+		r.apply(watch.Added, "p"+strconv.Itoa(i), "n1")
 	}
 	w, _, _, err := r.hub.Watch(WatchOptions{Selection: onNode("n2"), ResourceVersion: "100"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 300 {
-		r.apply(deltafifo.Updated, "p"+strconv.Itoa(i%290), "n1")
+		r.apply(watch.Modified, "p"+strconv.Itoa(i%290), "n1")
 	}
 	_, err = w.Next(context.Background())
 	var tooSlow *TooSlowError
@@ -296,4 +308,11 @@ func canceled() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	return ctx
+}
+
+// watchers is the number of watchers registered with h.
+func watchers(h *Hub) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.watchers)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/object"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // Errors a watcher ends with; callers branch with errors.Is / errors.As.
@@ -28,9 +29,13 @@ func (e *TooSlowError) Error() string {
 
 // Options tune a Hub.
 type Options struct {
-	// QueueLength bounds each watcher's queue of undelivered events.
+	// QueueLength bounds each watcher's queue of undelivered events, unless
+	// its WatchOptions set another bound. Default DefaultQueueLength.
 	QueueLength int
 }
+
+// DefaultQueueLength is a watcher's queue bound when nothing sets one.
+const DefaultQueueLength = 1000
 
 // bucket is an index value a watcher is registered under.
 type bucket struct {
@@ -41,6 +46,12 @@ type bucket struct {
 // Hub fans one resource's events out to its watchers. OnEvent is called by
 // the indexer's dispatching goroutine, one event at a time, outside the
 // indexer's lock; Watch and Close may be called from any goroutine.
+//
+// Lock order: indexer (Indexer.mu, taken by Join and ReplayAfter around
+// their callbacks) → Hub.mu → Watcher.mu. A lock is never taken while a
+// later one in this order is held: OnEvent lists its targets under Hub.mu
+// and delivers to each after releasing it; Watcher.end releases
+// Watcher.mu before it unregisters from the hub.
 type Hub struct {
 	ix   *indexer.Indexer
 	opts Options
@@ -64,7 +75,7 @@ var _ indexer.Listener = (*Hub)(nil)
 // New returns a hub for ix and registers it as ix's listener.
 func New(ix *indexer.Indexer, opts Options) *Hub {
 	if opts.QueueLength <= 0 {
-		opts.QueueLength = 1000
+		opts.QueueLength = DefaultQueueLength
 	}
 	h := &Hub{
 		ix: ix, opts: opts,
@@ -80,7 +91,7 @@ func New(ix *indexer.Indexer, opts Options) *Hub {
 // concerns, without blocking.
 func (h *Hub) OnEvent(ev indexer.Event) {
 	h.mu.Lock()
-	if ev.Type == indexer.Bookmark {
+	if ev.Type == watch.Bookmark {
 		h.targets = h.targets[:0]
 		for w := range h.watchers {
 			h.targets = append(h.targets, w)
@@ -91,7 +102,7 @@ func (h *Hub) OnEvent(ev indexer.Event) {
 	targets := h.targets
 	h.mu.Unlock()
 	for _, w := range targets {
-		if ev.Type == indexer.Bookmark {
+		if ev.Type == watch.Bookmark {
 			w.upstreamBookmark(ev)
 		} else {
 			w.deliver(ev)
@@ -187,13 +198,6 @@ func (h *Hub) Stats() Stats {
 		}
 	}
 	return st
-}
-
-// Len returns the number of watchers.
-func (h *Hub) Len() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.watchers)
 }
 
 // Close ends every watcher with err (ErrClosed when nil) and refuses new

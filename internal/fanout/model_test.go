@@ -1,7 +1,6 @@
 package fanout
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/informerd/informerd/internal/deltafifo"
 	"github.com/informerd/informerd/internal/indexer"
@@ -42,7 +42,7 @@ type eventLog struct {
 
 func (l *eventLog) OnEvent(ev indexer.Event) {
 	l.lastSeq = ev.Seq
-	if ev.Type != indexer.Bookmark {
+	if ev.Type != watch.Bookmark {
 		l.events = append(l.events, ev)
 	}
 }
@@ -82,9 +82,9 @@ func newModel(t testing.TB, seed uint64) *model {
 	for i := range rnd.IntN(5) {
 		o := pod("p"+strconv.Itoa(i), 10+i, m.node())
 		m.state[o.Key] = o
-		ds = append(ds, deltafifo.Delta{Type: deltafifo.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
+		ds = append(ds, deltafifo.Delta{Type: watch.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
 	}
-	ds = append(ds, deltafifo.Delta{Type: deltafifo.Bookmark, ResourceVersion: "100"}, deltafifo.Delta{Type: deltafifo.Synced, ResourceVersion: "100"})
+	ds = append(ds, deltafifo.Delta{Type: watch.Bookmark, ResourceVersion: "100", Synced: true})
 	ix.Apply(ds)
 	m.synced = maps.Clone(m.state)
 	cancel := ix.AddListener(m.log)
@@ -117,14 +117,14 @@ func (m *model) change() {
 	rv := m.rv()
 	n, _ := strconv.Atoi(rv)
 	o := pod(name, n, m.node())
-	typ := deltafifo.Added
+	typ := watch.Added
 	if _, ok := m.state[o.Key]; ok {
-		typ = deltafifo.Updated
+		typ = watch.Modified
 		if m.rnd.IntN(3) == 0 {
-			typ = deltafifo.Deleted
+			typ = watch.Deleted
 		}
 	}
-	if typ == deltafifo.Deleted {
+	if typ == watch.Deleted {
 		delete(m.state, o.Key)
 	} else {
 		m.state[o.Key] = o
@@ -148,14 +148,14 @@ func (m *model) relist() {
 	}
 	var ds []deltafifo.Delta
 	for _, k := range keys {
-		ds = append(ds, deltafifo.Delta{Type: deltafifo.Deleted, Object: m.state[k], ResourceVersion: rv, Relist: true})
+		ds = append(ds, deltafifo.Delta{Type: watch.Deleted, Object: m.state[k], ResourceVersion: rv, Relist: true})
 		delete(m.state, k)
 	}
 	m.r.ix.Apply(ds)
 }
 
 func (m *model) bookmark() {
-	m.r.ix.Apply([]deltafifo.Delta{{Type: deltafifo.Bookmark, ResourceVersion: m.rv()}})
+	m.r.ix.Apply([]deltafifo.Delta{{Type: watch.Bookmark, ResourceVersion: m.rv()}})
 }
 
 var modelSelections = []Selection{
@@ -181,7 +181,7 @@ func (m *model) watch() {
 		opts.SendInitialEvents = true
 		for _, k := range m.keys() {
 			if o := m.state[k]; opts.Selection.Matches(o) {
-				mw.initial = append(mw.initial, Item{Type: Added, Object: o})
+				mw.initial = append(mw.initial, Item{Type: watch.Added, Object: o})
 				mw.start[k] = o.ResourceVersion
 			}
 		}
@@ -197,7 +197,7 @@ func (m *model) watch() {
 		// the events up to it.
 		state := maps.Clone(m.synced)
 		for _, ev := range m.log.events[:from] {
-			if ev.Type == indexer.Deleted {
+			if ev.Type == watch.Deleted {
 				delete(state, ev.Object.Key)
 			} else {
 				state[ev.Object.Key] = ev.Object
@@ -237,15 +237,15 @@ func (m *model) watch() {
 // rather than from the hub's code.
 func modelTranslate(s Selection, ev indexer.Event) (Item, bool) {
 	was := ev.Prev != nil && s.Matches(ev.Prev)
-	is := ev.Type != indexer.Deleted && s.Matches(ev.Object)
+	is := ev.Type != watch.Deleted && s.Matches(ev.Object)
 	it := Item{Object: ev.Object, ResourceVersion: ev.ResourceVersion}
 	switch {
 	case was && is:
-		it.Type = Modified
+		it.Type = watch.Modified
 	case is:
-		it.Type = Added
+		it.Type = watch.Added
 	case was:
-		it.Type = Deleted
+		it.Type = watch.Deleted
 	default:
 		return Item{}, false
 	}
@@ -258,13 +258,13 @@ func (m *model) read(mw *modelWatcher, all bool) {
 	if mw.err != nil {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
 	for {
-		items, err := mw.w.Next(ctx)
-		if errors.Is(err, context.Canceled) {
-			if all && mw.opts.AllowBookmarks && m.rnd.IntN(2) == 0 {
-				if it, ok := mw.w.Bookmark(); ok {
+		items, err := mw.w.Poll()
+		if err == nil && len(items) == 0 {
+			// Asked whether bookmarks are allowed or not: a watcher that
+			// does not allow them must not offer one.
+			if all && m.rnd.IntN(2) == 0 {
+				if it, ok := mw.w.IdleBookmark(); ok {
 					mw.got = append(mw.got, it)
 				}
 			}
@@ -333,7 +333,7 @@ func (m *model) check(i int, mw *modelWatcher) {
 			m.t.Fatalf("%s: message %d went back from %d to %d:\n%s", name, j, prev, n, strings.Join(render(mw.got), "\n"))
 		}
 		prev = n
-		if it.Type == Bookmark && !mw.opts.AllowBookmarks {
+		if it.Type == watch.Bookmark && !mw.opts.AllowBookmarks {
 			m.t.Fatalf("%s: a BOOKMARK it did not ask for", name)
 		}
 	}
@@ -376,10 +376,10 @@ func (m *model) checkCoalesced(name string, mw *modelWatcher, got []Item) {
 	for _, it := range got {
 		_, present := state[it.Object.Key]
 		switch {
-		case it.Type == Added && present, it.Type != Added && !present:
-			m.t.Fatalf("%s: %s of %s, which the client %s", name, [...]string{"", "ADDED", "MODIFIED", "DELETED"}[it.Type], it.Object.Key,
+		case it.Type == watch.Added && present, it.Type != watch.Added && !present:
+			m.t.Fatalf("%s: %s of %s, which the client %s", name, it.Type, it.Object.Key,
 				map[bool]string{true: "already has", false: "does not have"}[present])
-		case it.Type == Deleted:
+		case it.Type == watch.Deleted:
 			delete(state, it.Object.Key)
 		default:
 			state[it.Object.Key] = it.Object.ResourceVersion
@@ -409,7 +409,7 @@ func lastRV(items []Item) string {
 func withoutBookmarks(items []Item) []Item {
 	var out []Item
 	for _, it := range items {
-		if it.Type != Bookmark {
+		if it.Type != watch.Bookmark {
 			out = append(out, it)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"container/list"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // queue holds a watcher's undelivered items. It is guarded by the
@@ -78,19 +80,19 @@ func (q *coalescing) push(it Item, _ bool) bool {
 	old := e.Value.(Item)
 	q.merged.Add(1)
 	switch {
-	case old.Type == Added && it.Type == Deleted:
+	case old.Type == watch.Added && it.Type == watch.Deleted:
 		// Never seen by the client: nothing to say.
 		q.order.Remove(e)
 		delete(q.latest, key)
 		return true
-	case old.Type == Added:
-		it.Type = Added
-	case old.Type == Deleted && it.Type == Added && old.Object.UID != it.Object.UID:
+	case old.Type == watch.Added:
+		it.Type = watch.Added
+	case old.Type == watch.Deleted && it.Type == watch.Added && old.Object.UID != it.Object.UID:
 		// A new object under the same name: the delete stays.
 		q.latest[key] = q.order.PushBack(it)
 		return true
-	case old.Type == Deleted && it.Type == Added:
-		it.Type = Modified
+	case old.Type == watch.Deleted && it.Type == watch.Added:
+		it.Type = watch.Modified
 	}
 	q.order.Remove(e)
 	q.latest[key] = q.order.PushBack(it)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/object"
@@ -54,21 +55,13 @@ func (s *Selection) Matches(o *object.Object) bool {
 	return true
 }
 
-// Type is the kind of an Item.
-type Type int
-
-// Item types, as the client sees them.
-const (
-	Added Type = iota + 1
-	Modified
-	Deleted
-	Bookmark
-)
-
 // Item is one thing to send to a watcher.
 type Item struct {
-	Type   Type
-	Object *object.Object // nil for Bookmark
+	// Type is watch.Added, Modified, Deleted or Bookmark, as the client
+	// sees it: an object entering the selection is Added, one leaving it
+	// Deleted.
+	Type   watch.EventType
+	Object *object.Object // nil for a bookmark
 	// ResourceVersion is the event's (the cache's RV after it).
 	ResourceVersion string
 	RV              uint64
@@ -82,17 +75,17 @@ type Item struct {
 func (s *Selection) translate(ev indexer.Event) (Item, bool) {
 	was := ev.Prev != nil && s.Matches(ev.Prev)
 	var is bool
-	if ev.Type != indexer.Deleted {
+	if ev.Type != watch.Deleted {
 		is = s.Matches(ev.Object)
 	}
 	it := Item{Object: ev.Object, ResourceVersion: ev.ResourceVersion, RV: ev.RV, Applied: ev.Applied}
 	switch {
 	case was && is:
-		it.Type = Modified
+		it.Type = watch.Modified
 	case is:
-		it.Type = Added
+		it.Type = watch.Added
 	case was:
-		it.Type = Deleted
+		it.Type = watch.Deleted
 	default:
 		return Item{}, false
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/object"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // WatchOptions choose how a watcher starts and behaves when slow.
@@ -20,6 +21,9 @@ type WatchOptions struct {
 	// Coalesce: collapse pending changes per object instead of replaying
 	// from history when the queue is full; never ended for being slow.
 	Coalesce bool
+	// QueueLength bounds the watcher's queue of undelivered events (past
+	// it, Next replays from history); 0 means the hub's default.
+	QueueLength int
 }
 
 // replayChunk bounds the events a lagging watcher copies from the cache's
@@ -27,9 +31,10 @@ type WatchOptions struct {
 // read lock.
 const replayChunk = 256
 
-// Watcher is one watch stream's view of the hub. Next is called by one
-// goroutine (the stream's); the hub delivers from the indexer's dispatching
-// goroutine.
+// Watcher is one watch stream's view of the hub. Poll, Next and
+// IdleBookmark are called by one goroutine (the stream's); the hub delivers
+// from the indexer's dispatching goroutine; Ready, SentResourceVersion and
+// Close may be called from any goroutine. See Hub for the lock order.
 type Watcher struct {
 	hub  *Hub
 	opts WatchOptions
@@ -67,7 +72,11 @@ func (h *Hub) Watch(opts WatchOptions) (w *Watcher, initial []Item, at string, e
 	if opts.Coalesce {
 		w.q = newCoalescing(&h.coalesced)
 	} else {
-		w.q = &fifo{limit: h.opts.QueueLength}
+		limit := opts.QueueLength
+		if limit <= 0 {
+			limit = h.opts.QueueLength
+		}
+		w.q = &fifo{limit: limit}
 	}
 	// A coalescing watcher is never ended for being slow: its resume is
 	// replayed at once into its queue, which holds one item per object,
@@ -79,7 +88,7 @@ func (h *Hub) Watch(opts WatchOptions) (w *Watcher, initial []Item, at string, e
 	var closed error
 	err = h.ix.Join(start, func(j indexer.Joined) {
 		for _, o := range j.Snapshot {
-			initial = append(initial, Item{Type: Added, Object: o, ResourceVersion: j.At.ResourceVersion, RV: j.At.RV()})
+			initial = append(initial, Item{Type: watch.Added, Object: o, ResourceVersion: j.At.ResourceVersion, RV: j.At.RV()})
 		}
 		for _, ev := range j.Replay {
 			if it, ok := opts.Selection.translate(ev); ok {
@@ -171,17 +180,21 @@ func (w *Watcher) upstreamBookmark(ev indexer.Event) {
 	}
 }
 
-// Bookmark returns a BOOKMARK item at the latest resourceVersion this
-// watcher has been fully served up to, if nothing is pending; the stream
-// sends one when it has been idle a while.
-func (w *Watcher) Bookmark() (Item, bool) {
+// IdleBookmark returns a BOOKMARK item at the latest resourceVersion this
+// watcher has been fully served up to, if the watch allows bookmarks, nothing
+// is pending and the client has not been told of it; the stream sends one
+// when it has been idle a while. The item counts as sent.
+func (w *Watcher) IdleBookmark() (Item, bool) {
+	if !w.opts.AllowBookmarks {
+		return Item{}, false
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil || w.lagging || w.q.len() > 0 || !after(w.lastRV, w.sentRV) {
 		return Item{}, false
 	}
 	w.sentRV = w.lastRV
-	return Item{Type: Bookmark, ResourceVersion: w.lastRV}, true
+	return Item{Type: watch.Bookmark, ResourceVersion: w.lastRV}, true
 }
 
 // after reports whether resourceVersion a is newer than b ("" is oldest).
@@ -197,10 +210,18 @@ func after(a, b string) bool {
 	return x > y
 }
 
-// Next waits for items and returns them in order. It returns the watcher's
-// error once it has ended (ErrClosed, a *TooSlowError), or ctx's error
-// without ending the watcher; the caller Closes it when done.
-func (w *Watcher) Next(ctx context.Context) ([]Item, error) {
+// Ready returns a channel that receives when Poll may have something new:
+// items, a bookmark, or the watcher's end. It is the same channel for the
+// watcher's life and holds at most one wake-up.
+func (w *Watcher) Ready() <-chan struct{} { return w.notify }
+
+// Poll returns the next items in order without waiting: what the queue
+// holds, else the next chunk of a lagging watcher's replay, else a pending
+// bookmark; nil when there is nothing. It returns the watcher's error once
+// it has ended (ErrClosed, a *TooSlowError, ErrTooOld for a resumed watch
+// whose resourceVersion left the history window); the caller Closes it when
+// done.
+func (w *Watcher) Poll() ([]Item, error) {
 	for {
 		w.mu.Lock()
 		if w.err != nil {
@@ -216,14 +237,10 @@ func (w *Watcher) Next(ctx context.Context) ([]Item, error) {
 		}
 		if w.lagging {
 			w.mu.Unlock()
-			// Bounded without a check of ctx: at most the history's
-			// events, a chunk at a time.
+			// Bounded: at most the history's events, a chunk at a time.
 			items, err := w.replay()
-			if err != nil {
-				return nil, err
-			}
-			if len(items) > 0 {
-				return items, nil
+			if err != nil || len(items) > 0 {
+				return items, err
 			}
 			continue
 		}
@@ -232,12 +249,22 @@ func (w *Watcher) Next(ctx context.Context) ([]Item, error) {
 			if after(rv, w.sentRV) { // never back, never the same twice
 				w.sentRV = rv
 				w.mu.Unlock()
-				return []Item{{Type: Bookmark, ResourceVersion: rv}}, nil
+				return []Item{{Type: watch.Bookmark, ResourceVersion: rv}}, nil
 			}
-			w.mu.Unlock()
-			continue
 		}
 		w.mu.Unlock()
+		return nil, nil
+	}
+}
+
+// Next waits for items and returns them, as Poll does once it has any. It
+// returns ctx's error without ending the watcher.
+func (w *Watcher) Next(ctx context.Context) ([]Item, error) {
+	for {
+		items, err := w.Poll()
+		if err != nil || len(items) > 0 {
+			return items, err
+		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

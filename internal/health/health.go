@@ -21,8 +21,10 @@ import (
 
 // Caches is what health reads.
 type Caches interface {
-	Pipelines() []*pipeline.Pipeline
-	Synced() (bool, []string)
+	// Reports describe every resource.
+	Reports() []pipeline.Report
+	// WaitSynced returns once every resource has synced, or ctx's error.
+	WaitSynced(ctx context.Context) error
 }
 
 // Healthz answers 200 while the process serves HTTP.
@@ -37,10 +39,10 @@ func Readyz(caches Caches) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		var b strings.Builder
 		ready := true
-		for _, p := range caches.Pipelines() {
-			st := p.Status()
-			fmt.Fprintf(&b, "%s: %s rv=%s objects=%d", st.Name, st.Phase, st.Cache.ResourceVersion, st.Cache.Objects)
-			if sig := p.Signals(); sig != nil {
+		for _, r := range caches.Reports() {
+			st := r.Status
+			fmt.Fprintf(&b, "%s: %s rv=%s objects=%d", st.Configured, st.Phase, st.Cache.ResourceVersion, st.Cache.Objects)
+			if sig := r.Upstream; sig != nil {
 				if last := sig.LastEventTime(); !last.IsZero() {
 					fmt.Fprintf(&b, " last-upstream-event=%.0fs-ago", time.Since(last).Seconds())
 				}
@@ -62,19 +64,11 @@ func Readyz(caches Caches) http.Handler {
 // SyncGRPC sets the gRPC health status to SERVING once every cache has
 // synced, and keeps it there; it returns when ctx is done.
 func SyncGRPC(ctx context.Context, caches Caches, h *health.Server, log *slog.Logger) error {
-	t := time.NewTicker(200 * time.Millisecond)
-	defer t.Stop()
-	for {
-		if ok, _ := caches.Synced(); ok {
-			h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-			log.Info("every resource has synced; serving")
-			<-ctx.Done()
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	if caches.WaitSynced(ctx) != nil {
+		return nil
 	}
+	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	log.Info("every resource has synced; serving")
+	<-ctx.Done()
+	return nil
 }

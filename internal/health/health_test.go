@@ -73,12 +73,16 @@ func TestUpstreamOutage(t *testing.T) {
 		t.Errorf("/readyz before start = %d %q, want 503 naming configmaps", code, body)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewCollector(set, nil))
+	reg.MustRegister(metrics.NewCollector(set))
 	srv := server.New(set, server.Options{})
 	defer srv.Stop()
 
 	testenv.Run(t, set)
-	poll(t, "sync", func() bool { ok, _ := set.Synced(); return ok })
+	syncCtx, cancelSync := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelSync()
+	if err := set.WaitSynced(syncCtx); err != nil {
+		t.Fatalf("wait for sync: %v", err)
+	}
 	if code, body := get(t, readyz); code != http.StatusOK || strings.Contains(body, "upstream-problem") {
 		t.Errorf("/readyz when synced = %d %q, want 200 without problems", code, body)
 	}

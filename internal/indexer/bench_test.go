@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerd/informerd/internal/benchdata"
@@ -50,10 +51,10 @@ func filled(b *testing.B, objs []*object.Object, historyEvents int) *Indexer {
 	ix := New([]string{"namespace", "node", "app"}, Options{HistoryMaxEvents: historyEvents})
 	ds := make([]deltafifo.Delta, 0, len(objs)+2)
 	for _, o := range objs {
-		ds = append(ds, deltafifo.Delta{Type: deltafifo.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
+		ds = append(ds, deltafifo.Delta{Type: watch.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
 	}
 	rv := strconv.Itoa(int(objs[len(objs)-1].RV))
-	ix.Apply(append(ds, deltafifo.Delta{Type: deltafifo.Bookmark, ResourceVersion: rv}, deltafifo.Delta{Type: deltafifo.Synced, ResourceVersion: rv}))
+	ix.Apply(append(ds, deltafifo.Delta{Type: watch.Bookmark, ResourceVersion: rv, Synced: true}))
 	return ix
 }
 
@@ -70,7 +71,7 @@ func BenchmarkIngest(b *testing.B) {
 		o := *src
 		o.RV, o.ResourceVersion = rv, strconv.FormatUint(rv, 10)
 		rv++
-		ix.Apply([]deltafifo.Delta{{Type: deltafifo.Updated, Object: &o, ResourceVersion: o.ResourceVersion}})
+		ix.Apply([]deltafifo.Delta{{Type: watch.Modified, Object: &o, ResourceVersion: o.ResourceVersion}})
 	}
 }
 
@@ -104,12 +105,12 @@ func BenchmarkHistoryReplay(b *testing.B) {
 	objs := encodedPods(b, benchPods, 1)
 	ix := filled(b, objs[:1], benchPods)
 	for _, o := range objs[1:] {
-		ix.Apply([]deltafifo.Delta{{Type: deltafifo.Added, Object: o, ResourceVersion: o.ResourceVersion}})
+		ix.Apply([]deltafifo.Delta{{Type: watch.Added, Object: o, ResourceVersion: o.ResourceVersion}})
 	}
 	from := strconv.Itoa(benchPods / 2)
 	b.ReportAllocs()
 	for b.Loop() {
-		evs, err := ix.Since(from)
+		evs, err := since(ix, from)
 		if err != nil || len(evs) != benchPods/2 {
 			b.Fatalf("got %d events, %v", len(evs), err)
 		}

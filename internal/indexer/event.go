@@ -3,41 +3,19 @@ package indexer
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/watch"
+
 	"github.com/informerd/informerd/internal/object"
 )
-
-// EventType is the kind of change an Event reports.
-type EventType int
-
-// Event types, as in a Kubernetes watch.
-const (
-	Added EventType = iota + 1
-	Modified
-	Deleted
-	// Bookmark only moves the resourceVersion; it is sent to listeners but
-	// not kept in history.
-	Bookmark
-)
-
-func (t EventType) String() string {
-	switch t {
-	case Added:
-		return "ADDED"
-	case Modified:
-		return "MODIFIED"
-	case Deleted:
-		return "DELETED"
-	case Bookmark:
-		return "BOOKMARK"
-	}
-	return "UNKNOWN"
-}
 
 // Event is one change to the cache, with the object's state before and after
 // so that a listener selecting by index value or label can tell whether the
 // object entered, left or stayed in its selection.
 type Event struct {
-	Type EventType
+	// Type is watch.Added, Modified or Deleted, or watch.Bookmark for an
+	// event that only moves the resourceVersion: bookmarks are sent to
+	// listeners but not kept in history.
+	Type watch.EventType
 	// Object is the new state; for Deleted, the final state. Nil for Bookmark.
 	Object *object.Object
 	// Prev is the state before the change: nil for Added and Bookmark.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/informerd/informerd/internal/deltafifo"
 	"github.com/informerd/informerd/internal/object"
@@ -27,7 +28,7 @@ type rvModel struct {
 }
 
 type modelEvent struct {
-	typ EventType
+	typ watch.EventType
 	key string
 	rv  uint64
 }
@@ -55,10 +56,9 @@ func rvFixture(ops []byte, maxEvents int) (*Indexer, *rvModel) {
 	}
 	m := &rvModel{syncRV: 10, cur: 10, floor: 10, initial: map[string]uint64{"a/x": 5, "z": 7}}
 	ix.Apply([]deltafifo.Delta{
-		{Type: deltafifo.Added, Object: obj("a/x", 5), ResourceVersion: "5", Relist: true},
-		{Type: deltafifo.Added, Object: obj("z", 7), ResourceVersion: "7", Relist: true},
-		{Type: deltafifo.Bookmark, ResourceVersion: "10"},
-		{Type: deltafifo.Synced, ResourceVersion: "10"},
+		{Type: watch.Added, Object: obj("a/x", 5), ResourceVersion: "5", Relist: true},
+		{Type: watch.Added, Object: obj("z", 7), ResourceVersion: "7", Relist: true},
+		{Type: watch.Bookmark, ResourceVersion: "10", Synced: true},
 	})
 	state := m.initial
 	for _, b := range ops[:min(len(ops), 24)] {
@@ -73,26 +73,26 @@ func rvFixture(ops []byte, maxEvents int) (*Indexer, *rvModel) {
 		ev := modelEvent{key: key, rv: rv}
 		switch b % 4 {
 		case 0, 1:
-			d.Type = []deltafifo.Type{deltafifo.Added, deltafifo.Updated}[b%2]
+			d.Type = []watch.EventType{watch.Added, watch.Modified}[b%2]
 			next[key] = rv
-			ev.typ = Added
+			ev.typ = watch.Added
 			if had {
-				ev.typ = Modified
+				ev.typ = watch.Modified
 			}
 		case 2:
-			d.Type = deltafifo.Deleted
+			d.Type = watch.Deleted
 			delete(next, key)
-			ev.typ = Deleted
+			ev.typ = watch.Deleted
 			if !had {
-				ev.typ = 0 // a delete of something never seen: no event
+				ev.typ = "" // a delete of something never seen: no event
 			}
 		case 3:
-			d = deltafifo.Delta{Type: deltafifo.Bookmark, ResourceVersion: d.ResourceVersion}
-			ev.typ = 0
+			d = deltafifo.Delta{Type: watch.Bookmark, ResourceVersion: d.ResourceVersion}
+			ev.typ = ""
 		}
 		ix.Apply([]deltafifo.Delta{d})
 		m.cur = rv
-		if ev.typ != 0 {
+		if ev.typ != "" {
 			m.events = append(m.events, ev)
 			m.states = append(m.states, next)
 			state = next
@@ -131,17 +131,13 @@ func (m *rvModel) eventsAfter(n uint64) []modelEvent {
 	return out
 }
 
-type nopListener struct{}
-
-func (nopListener) OnEvent(Event) {}
-
 // FuzzResourceVersion feeds resourceVersions, as clients send them in List
 // (min_resource_version, continue tokens) and Watch, to every method that
 // parses one, over a cache with a fuzzed history: a resourceVersion that is
 // not a decimal uint64 is ErrBadResourceVersion (naming it), parsing agrees
 // with object.ParseRV, and a valid one is answered as a model of the cache
 // says: ErrTooOld before the history floor, ErrAhead past the cache's RV,
-// otherwise the events after it (Since, Subscribe, Join) and the state at
+// otherwise the events after it (Join, ReplayAfter) and the state at
 // it (ListAt).
 func FuzzResourceVersion(f *testing.F) {
 	for _, s := range []string{"", "0", "1", "9", "10", "11", "12", "13", "15", "20", "42", "99", "007", "+5", "-1", " 12", "12 ",
@@ -164,34 +160,16 @@ func FuzzResourceVersion(f *testing.F) {
 			}
 		}
 		if !ok {
-			_, err := ix.Since(rv)
-			bad("Since", err)
-			_, err = ix.ListAt(rv, nil)
+			_, err := ix.ListAt(rv, nil)
 			bad("ListAt", err)
 			bad("WaitFor", ix.WaitFor(context.Background(), rv))
 			if rv != "" { // "" means "from now"
-				_, _, _, err = ix.Subscribe(rv, nopListener{})
-				bad("Subscribe", err)
 				bad("Join", ix.Join(Start{ResourceVersion: rv}, func(Joined) { t.Fatal("Join called fn") }))
 			}
 			return
 		}
 		cur := strconv.FormatUint(m.cur, 10)
 		tooOld := n < m.floor
-
-		evs, err := ix.Since(rv)
-		switch {
-		case tooOld:
-			if !errors.Is(err, ErrTooOld) {
-				t.Fatalf("Since(%s) with floor %d = %v, want ErrTooOld", rv, m.floor, err)
-			}
-		case err != nil:
-			t.Fatalf("Since(%s) with floor %d = %v", rv, m.floor, err)
-		default:
-			if diff := cmp.Diff(m.eventsAfter(n), eventList(evs), cmp.AllowUnexported(modelEvent{})); diff != "" {
-				t.Fatalf("Since(%s) (-want +got):\n%s", rv, diff)
-			}
-		}
 
 		snap, err := ix.ListAt(rv, nil)
 		switch {
@@ -249,15 +227,11 @@ func FuzzResourceVersion(f *testing.F) {
 				t.Fatalf("chunks after %s end at %s, want %s", rv, from.ResourceVersion, cur)
 			}
 		}
-		subReplay, at, cancel, sub := ix.Subscribe(rv, nopListener{})
-		if cancel != nil {
-			cancel()
-		}
 		for _, c := range []struct {
 			what   string
 			err    error
 			replay []Event
-		}{{"Join", join, replay}, {"Subscribe", sub, subReplay}} {
+		}{{"Join", join, replay}} {
 			switch {
 			case n > m.cur:
 				if !errors.Is(c.err, ErrAhead) {
@@ -274,9 +248,6 @@ func FuzzResourceVersion(f *testing.F) {
 					t.Fatalf("%s(%s) replay (-want +got):\n%s", c.what, rv, diff)
 				}
 			}
-		}
-		if sub == nil && at != cur {
-			t.Fatalf("Subscribe(%s) at %q, want %s", rv, at, cur)
 		}
 
 		ctx, stop := context.WithCancel(context.Background())

@@ -1,8 +1,24 @@
-// Package indexer is informerd's cache: each object held once as encoded
-// bytes plus the metadata for keys, selectors and indexes; several indexes,
-// including multi-valued ones; an RV-ordered history window for watch resume;
-// and a listener hook that reports each change with the object's index values
-// before and after it.
+// Package indexer is informerd's watch cache for one resource: a store, its
+// indexes, a history of events and the listeners it tells of each change.
+//
+// Despite its name (kept from the project's layout), it is more than
+// client-go's cache.Indexer, a thread-safe map of decoded objects with index
+// functions. It is closer to kube-apiserver's watch cache (the cacher):
+//   - the store holds each object once as encoded bytes plus the metadata for
+//     keys, selectors and indexes (object.Object), in a copy-on-write B-tree
+//     whose immutable Views serve List pages from one snapshot;
+//   - indexes may be multi-valued (a label, or a JSONPath yielding several
+//     values);
+//   - it has a resourceVersion, and a history window of events (bounded by
+//     count and age) from which a watch resumes without a gap: Join and
+//     ReplayAfter;
+//   - listeners (the fan-out's Hub) are told of every change, with the
+//     object's state before and after it, from the goroutine that applies
+//     it, after the write lock is released.
+//
+// Apply is fed by the deltafifo; Join, ReplayAfter, Get, View, ViewAt,
+// ByIndex and WaitFor serve the readers. Lock order: Indexer.dispatching →
+// Indexer.mu → (listener and joiner locks: fanout's Hub.mu → Watcher.mu).
 package indexer
 
 import (
@@ -16,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
 
 	"github.com/informerd/informerd/internal/deltafifo"
@@ -68,6 +85,7 @@ type Indexer struct {
 	version   uint64
 	bytes     int64
 	synced    bool
+	syncedCh  chan struct{} // closed when synced becomes true
 	history   *history
 	listeners []Listener
 	advanced  chan struct{} // closed and replaced whenever rv moves
@@ -96,6 +114,7 @@ func New(indexNames []string, opts Options) *Indexer {
 		indices:  make([]map[string]map[string]*object.Object, len(indexNames)),
 		history:  newHistory(opts.HistoryMaxEvents, opts.HistoryMaxAge),
 		advanced: make(chan struct{}),
+		syncedCh: make(chan struct{}),
 	}
 	for i := range ix.indices {
 		ix.indices[i] = map[string]map[string]*object.Object{}
@@ -139,14 +158,14 @@ func (ix *Indexer) applyLocked(deltas []deltafifo.Delta) ([]Event, []Listener) {
 		rv, _ := object.ParseRV(d.ResourceVersion)
 		ev := Event{ResourceVersion: d.ResourceVersion, RV: rv, Received: d.Received, Applied: now, Relist: d.Relist}
 		switch d.Type {
-		case deltafifo.Added, deltafifo.Updated:
+		case watch.Added, watch.Modified:
 			prev, ok := ix.getLocked(d.Object.Key)
-			ev.Type, ev.Object = Added, d.Object
+			ev.Type, ev.Object = watch.Added, d.Object
 			if ok {
-				ev.Type, ev.Prev = Modified, prev
+				ev.Type, ev.Prev = watch.Modified, prev
 			}
 			ix.put(prev, d.Object)
-		case deltafifo.Deleted:
+		case watch.Deleted:
 			prev, ok := ix.getLocked(d.Object.Key)
 			if !ok {
 				// A delete of something never seen (a relist already
@@ -154,15 +173,20 @@ func (ix *Indexer) applyLocked(deltas []deltafifo.Delta) ([]Event, []Listener) {
 				moved = ix.advance(rv, d.ResourceVersion) || moved
 				continue
 			}
-			ev.Type, ev.Object, ev.Prev = Deleted, d.Object, prev
+			ev.Type, ev.Object, ev.Prev = watch.Deleted, d.Object, prev
 			ix.remove(prev)
-		case deltafifo.Bookmark:
-			ev.Type = Bookmark
-		case deltafifo.Synced:
-			ix.synced = true
-			ix.history.reset(ix.rv, ix.seq)
-			moved = true
-			continue
+		case watch.Bookmark:
+			ev.Type = watch.Bookmark
+			if d.Synced && !ix.synced {
+				// The first list is complete: the cache starts here, and
+				// its history with it.
+				ix.advance(rv, d.ResourceVersion)
+				ix.synced = true
+				close(ix.syncedCh)
+				ix.history.reset(ix.rv, ix.seq)
+				moved = true
+				continue
+			}
 		}
 		moved = ix.advance(rv, d.ResourceVersion) || moved
 		if !ix.synced {
@@ -173,7 +197,7 @@ func (ix *Indexer) applyLocked(deltas []deltafifo.Delta) ([]Event, []Listener) {
 		// relist's delete carries an RV older than a bookmark's.
 		ix.seq++
 		ev.RV, ev.ResourceVersion, ev.Seq = ix.rv, ix.rvString, ix.seq
-		if ev.Type != Bookmark {
+		if ev.Type != watch.Bookmark {
 			ix.history.append(ev)
 		}
 		evs = append(evs, ev)
@@ -307,18 +331,8 @@ func (ix *Indexer) ByIndex(name string, values []string, match func(*object.Obje
 	return Snapshot{Objects: out, ResourceVersion: rv}, nil
 }
 
-// Since returns the events after rv (a resourceVersion string) in order, or
-// ErrTooOld when rv is older than the history window.
-func (ix *Indexer) Since(rv string) ([]Event, error) {
-	n, err := parseRV(rv)
-	if err != nil {
-		return nil, err
-	}
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	return ix.sinceLocked(n)
-}
-
+// sinceLocked returns the events after rv in order, or ErrTooOld when rv is
+// older than the history window.
 func (ix *Indexer) sinceLocked(rv uint64) ([]Event, error) {
 	if !ix.synced {
 		return nil, ErrNotSynced
@@ -330,29 +344,8 @@ func (ix *Indexer) sinceLocked(rv uint64) ([]Event, error) {
 	return evs, nil
 }
 
-// Subscribe registers l for every event after rv and returns the events
-// between rv and now, atomically: l sees exactly what follows them, no gap
-// and no duplicate. An empty rv means "from now". The returned func
-// unregisters l.
-func (ix *Indexer) Subscribe(rv string, l Listener) (replay []Event, at string, cancel func(), err error) {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if rv != "" {
-		n, err := parseRV(rv)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		if ix.synced && n > ix.rv {
-			return nil, "", nil, fmt.Errorf("%w: %d > %d", ErrAhead, n, ix.rv)
-		}
-		if replay, err = ix.sinceLocked(n); err != nil {
-			return nil, "", nil, err
-		}
-	} else if !ix.synced {
-		return nil, "", nil, ErrNotSynced
-	}
-	return replay, ix.rvString, ix.addListenerLocked(l), nil
-}
+// HasSynced returns a channel closed once the first list is complete.
+func (ix *Indexer) HasSynced() <-chan struct{} { return ix.syncedCh }
 
 // WaitFor blocks until the cache is synced and at or past rv, or ctx ends.
 func (ix *Indexer) WaitFor(ctx context.Context, rv string) error {

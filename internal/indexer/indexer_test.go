@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
+	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/informerd/informerd/internal/deltafifo"
@@ -32,7 +33,7 @@ func pod(key string, rv int, node string, images ...string) *object.Object {
 	return o
 }
 
-func d(t deltafifo.Type, o *object.Object) deltafifo.Delta {
+func d(t watch.EventType, o *object.Object) deltafifo.Delta {
 	return deltafifo.Delta{Type: t, Object: o, ResourceVersion: o.ResourceVersion}
 }
 
@@ -40,9 +41,9 @@ func synced(t *testing.T, ix *Indexer, rv string, objs ...*object.Object) {
 	t.Helper()
 	var ds []deltafifo.Delta
 	for _, o := range objs {
-		ds = append(ds, deltafifo.Delta{Type: deltafifo.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
+		ds = append(ds, deltafifo.Delta{Type: watch.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
 	}
-	ds = append(ds, deltafifo.Delta{Type: deltafifo.Bookmark, ResourceVersion: rv}, deltafifo.Delta{Type: deltafifo.Synced, ResourceVersion: rv})
+	ds = append(ds, deltafifo.Delta{Type: watch.Bookmark, ResourceVersion: rv, Synced: true})
 	ix.Apply(ds)
 }
 
@@ -64,7 +65,7 @@ type recorder struct {
 func (r *recorder) OnEvent(ev Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := ev.Type.String() + " " + ev.ResourceVersion
+	s := string(ev.Type) + " " + ev.ResourceVersion
 	if ev.Object != nil {
 		s += " " + ev.Object.Key
 	}
@@ -95,17 +96,17 @@ func TestIndexTransitions(t *testing.T) {
 		values []string
 		want   []string
 	}{
-		{"multi-valued index finds by either value", d(deltafifo.Bookmark, &object.Object{ResourceVersion: "10"}), "image", []string{"sidecar:1"}, []string{"a/p1"}},
-		{"several values are a union without duplicates", d(deltafifo.Bookmark, &object.Object{ResourceVersion: "10"}), "image", []string{"img:1", "sidecar:1"}, []string{"a/p1", "a/p2"}},
-		{"moving node leaves the old value", d(deltafifo.Updated, pod("a/p1", 11, "n2", "img:2")), "node", []string{"n1"}, nil},
-		{"and enters the new one", d(deltafifo.Bookmark, &object.Object{ResourceVersion: "11"}), "node", []string{"n2"}, []string{"a/p1", "a/p2"}},
-		{"old image value is gone", d(deltafifo.Bookmark, &object.Object{ResourceVersion: "11"}), "image", []string{"sidecar:1"}, nil},
-		{"delete removes from every index", d(deltafifo.Deleted, pod("a/p2", 12, "n2", "img:1")), "image", []string{"img:1"}, nil},
-		{"namespace index", d(deltafifo.Added, pod("b/p3", 13, "")), "namespace", []string{"b"}, []string{"b/p3"}},
+		{"multi-valued index finds by either value", d(watch.Bookmark, &object.Object{ResourceVersion: "10"}), "image", []string{"sidecar:1"}, []string{"a/p1"}},
+		{"several values are a union without duplicates", d(watch.Bookmark, &object.Object{ResourceVersion: "10"}), "image", []string{"img:1", "sidecar:1"}, []string{"a/p1", "a/p2"}},
+		{"moving node leaves the old value", d(watch.Modified, pod("a/p1", 11, "n2", "img:2")), "node", []string{"n1"}, nil},
+		{"and enters the new one", d(watch.Bookmark, &object.Object{ResourceVersion: "11"}), "node", []string{"n2"}, []string{"a/p1", "a/p2"}},
+		{"old image value is gone", d(watch.Bookmark, &object.Object{ResourceVersion: "11"}), "image", []string{"sidecar:1"}, nil},
+		{"delete removes from every index", d(watch.Deleted, pod("a/p2", 12, "n2", "img:1")), "image", []string{"img:1"}, nil},
+		{"namespace index", d(watch.Added, pod("b/p3", 13, "")), "namespace", []string{"b"}, []string{"b/p3"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.delta.Type == deltafifo.Bookmark {
+			if tt.delta.Type == watch.Bookmark {
 				tt.delta.Object = nil
 			}
 			ix.Apply([]deltafifo.Delta{tt.delta})
@@ -125,12 +126,12 @@ func TestIndexTransitions(t *testing.T) {
 func TestEventsCarryBeforeAndAfter(t *testing.T) {
 	ix := New(names, Options{HistoryMaxEvents: 100})
 	synced(t, ix, "10", pod("a/p1", 1, "n1"))
-	ix.Apply([]deltafifo.Delta{d(deltafifo.Updated, pod("a/p1", 11, "n2"))})
-	evs, err := ix.Since("10")
+	ix.Apply([]deltafifo.Delta{d(watch.Modified, pod("a/p1", 11, "n2"))})
+	evs, err := since(ix, "10")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(evs) != 1 || evs[0].Type != Modified {
+	if len(evs) != 1 || evs[0].Type != watch.Modified {
 		t.Fatalf("Since(10) = %v, want one MODIFIED", evs)
 	}
 	if got := []string{evs[0].Prev.Values[1][0], evs[0].Object.Values[1][0]}; !cmp.Equal(got, []string{"n1", "n2"}) {
@@ -140,16 +141,15 @@ func TestEventsCarryBeforeAndAfter(t *testing.T) {
 
 func TestInitialListIsNotHistory(t *testing.T) {
 	ix := New(names, Options{HistoryMaxEvents: 100})
-	rec := &recorder{}
-	if _, _, _, err := ix.Subscribe("", rec); !errors.Is(err, ErrNotSynced) {
-		t.Fatalf("Subscribe before sync = %v, want ErrNotSynced", err)
+	if err := ix.Join(Start{}, func(Joined) { t.Error("Join before sync called fn") }); !errors.Is(err, ErrNotSynced) {
+		t.Fatalf("Join before sync = %v, want ErrNotSynced", err)
 	}
 	synced(t, ix, "10", pod("a/p1", 1, "n1"))
-	evs, err := ix.Since("10")
+	evs, err := since(ix, "10")
 	if err != nil || len(evs) != 0 {
 		t.Errorf("Since(10) after first sync = %v, %v; want no events", evs, err)
 	}
-	if _, err := ix.Since("9"); !errors.Is(err, ErrTooOld) {
+	if _, err := since(ix, "9"); !errors.Is(err, ErrTooOld) {
 		t.Errorf("Since(9), before the first sync = %v, want ErrTooOld", err)
 	}
 }
@@ -159,7 +159,7 @@ func TestHistoryWindow(t *testing.T) {
 	ix := New(names, Options{HistoryMaxEvents: 3, HistoryMaxAge: time.Minute, Clock: clk})
 	synced(t, ix, "10")
 	for rv := 11; rv <= 15; rv++ {
-		ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("a/p"+strconv.Itoa(rv), rv, ""))})
+		ix.Apply([]deltafifo.Delta{d(watch.Added, pod("a/p"+strconv.Itoa(rv), rv, ""))})
 	}
 	// Kept: 13, 14, 15. Resumable from 12 (the RV before the oldest kept).
 	tests := []struct {
@@ -175,7 +175,7 @@ func TestHistoryWindow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run("since "+tt.rv, func(t *testing.T) {
-			evs, err := ix.Since(tt.rv)
+			evs, err := since(ix, tt.rv)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Since(%s) error = %v, want %v", tt.rv, err, tt.wantErr)
 			}
@@ -193,30 +193,31 @@ func TestHistoryWindow(t *testing.T) {
 	}
 	// Age: after a minute the old events go at the next apply.
 	clk.SetTime(clk.Now().Add(2 * time.Minute))
-	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("a/p16", 16, ""))})
-	if _, err := ix.Since("14"); !errors.Is(err, ErrTooOld) {
+	ix.Apply([]deltafifo.Delta{d(watch.Added, pod("a/p16", 16, ""))})
+	if _, err := since(ix, "14"); !errors.Is(err, ErrTooOld) {
 		t.Errorf("Since(14) after expiry = %v, want ErrTooOld", err)
 	}
-	if evs, err := ix.Since("15"); err != nil || len(evs) != 1 {
+	if evs, err := since(ix, "15"); err != nil || len(evs) != 1 {
 		t.Errorf("Since(15) after expiry = %v, %v; want the one new event", evs, err)
 	}
 }
 
-func TestSubscribeReplaysThenFollows(t *testing.T) {
+func TestJoinReplaysThenFollows(t *testing.T) {
 	ix := New(names, Options{HistoryMaxEvents: 100})
 	synced(t, ix, "10")
-	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("a/p1", 11, ""))})
+	ix.Apply([]deltafifo.Delta{d(watch.Added, pod("a/p1", 11, ""))})
 	rec := &recorder{}
-	replay, at, cancel, err := ix.Subscribe("10", rec)
-	if err != nil {
+	cancel := ix.AddListener(rec)
+	var j Joined
+	if err := ix.Join(Start{ResourceVersion: "10"}, func(joined Joined) { j = joined }); err != nil {
 		t.Fatal(err)
 	}
-	if len(replay) != 1 || replay[0].ResourceVersion != "11" || at != "11" {
-		t.Fatalf("Subscribe(10) replay = %v at %s, want the event at 11", replay, at)
+	if len(j.Replay) != 1 || j.Replay[0].ResourceVersion != "11" || j.At.ResourceVersion != "11" {
+		t.Fatalf("Join(10) replay = %v at %s, want the event at 11", j.Replay, j.At.ResourceVersion)
 	}
-	ix.Apply([]deltafifo.Delta{d(deltafifo.Deleted, pod("a/p1", 12, "")), {Type: deltafifo.Bookmark, ResourceVersion: "13"}})
+	ix.Apply([]deltafifo.Delta{d(watch.Deleted, pod("a/p1", 12, "")), {Type: watch.Bookmark, ResourceVersion: "13"}})
 	cancel()
-	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("a/p2", 14, ""))})
+	ix.Apply([]deltafifo.Delta{d(watch.Added, pod("a/p2", 14, ""))})
 	if diff := cmp.Diff([]string{"DELETED 12 a/p1", "BOOKMARK 13"}, rec.get()); diff != "" {
 		t.Errorf("listener events (-want +got):\n%s", diff)
 	}
@@ -230,8 +231,8 @@ func TestWaitFor(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- ix.WaitFor(context.Background(), "12") }()
-	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("a/x", 11, ""))})
-	ix.Apply([]deltafifo.Delta{{Type: deltafifo.Bookmark, ResourceVersion: "12"}})
+	ix.Apply([]deltafifo.Delta{d(watch.Added, pod("a/x", 11, ""))})
+	ix.Apply([]deltafifo.Delta{{Type: watch.Bookmark, ResourceVersion: "12"}})
 	if err := <-done; err != nil {
 		t.Errorf("WaitFor(12) = %v", err)
 	}
@@ -242,12 +243,20 @@ func TestWaitFor(t *testing.T) {
 	}
 }
 
-func TestSubscribeAheadOfCache(t *testing.T) {
+func TestJoinAheadOfCache(t *testing.T) {
 	ix := New(names, Options{HistoryMaxEvents: 10})
 	synced(t, ix, "10")
-	if _, _, _, err := ix.Subscribe("11", &recorder{}); !errors.Is(err, ErrAhead) {
-		t.Errorf("Subscribe(11) at 10 = %v, want ErrAhead", err)
+	if err := ix.Join(Start{ResourceVersion: "11"}, func(Joined) { t.Error("Join(11) called fn") }); !errors.Is(err, ErrAhead) {
+		t.Errorf("Join(11) at 10 = %v, want ErrAhead", err)
 	}
+}
+
+// since returns the events after rv, as a watch resuming from rv replays
+// them.
+func since(ix *Indexer, rv string) ([]Event, error) {
+	var evs []Event
+	err := ix.Join(Start{ResourceVersion: rv}, func(j Joined) { evs = j.Replay })
+	return evs, err
 }
 
 func TestHistoryDropsSameRVGroupsWhole(t *testing.T) {
@@ -255,15 +264,15 @@ func TestHistoryDropsSameRVGroupsWhole(t *testing.T) {
 	synced(t, ix, "10", pod("a/x", 1, ""), pod("a/y", 2, ""))
 	// A relist that found both gone: two deletes at the list's RV.
 	ix.Apply([]deltafifo.Delta{
-		{Type: deltafifo.Deleted, Object: pod("a/x", 1, ""), ResourceVersion: "12", Relist: true},
-		{Type: deltafifo.Deleted, Object: pod("a/y", 2, ""), ResourceVersion: "12", Relist: true},
+		{Type: watch.Deleted, Object: pod("a/x", 1, ""), ResourceVersion: "12", Relist: true},
+		{Type: watch.Deleted, Object: pod("a/y", 2, ""), ResourceVersion: "12", Relist: true},
 	})
-	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("a/z", 13, "")), d(deltafifo.Added, pod("a/w", 14, ""))})
+	ix.Apply([]deltafifo.Delta{d(watch.Added, pod("a/z", 13, "")), d(watch.Added, pod("a/w", 14, ""))})
 	// The ring overflowed: the first delete went, so its twin must go too.
-	if _, err := ix.Since("10"); !errors.Is(err, ErrTooOld) {
+	if _, err := since(ix, "10"); !errors.Is(err, ErrTooOld) {
 		t.Errorf("Since(10) = %v, want ErrTooOld", err)
 	}
-	evs, err := ix.Since("12")
+	evs, err := since(ix, "12")
 	if err != nil || len(evs) != 2 {
 		t.Errorf("Since(12) = %d events, %v; want the two adds", len(evs), err)
 	}
@@ -273,9 +282,9 @@ func TestListAtUndoesLaterEvents(t *testing.T) {
 	ix := New(names, Options{HistoryMaxEvents: 10})
 	synced(t, ix, "10", pod("a/keep", 1, "n1"), pod("a/chg", 2, "n1"), pod("a/del", 3, "n1"))
 	ix.Apply([]deltafifo.Delta{
-		d(deltafifo.Updated, pod("a/chg", 11, "n2")),
-		d(deltafifo.Deleted, pod("a/del", 12, "n1")),
-		d(deltafifo.Added, pod("a/new", 13, "n1")),
+		d(watch.Modified, pod("a/chg", 11, "n2")),
+		d(watch.Deleted, pod("a/del", 12, "n1")),
+		d(watch.Added, pod("a/new", 13, "n1")),
 	})
 	rvs := func(s Snapshot) map[string]string {
 		out := map[string]string{}
@@ -320,7 +329,7 @@ func TestListAtUndoesLaterEvents(t *testing.T) {
 // the list is complete.
 func TestViewAfterSync(t *testing.T) {
 	ix := New(names, Options{HistoryMaxEvents: 10})
-	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("ns/a", 1, "n1"))})
+	ix.Apply([]deltafifo.Delta{d(watch.Added, pod("ns/a", 1, "n1"))})
 	if n := ix.View().Len(); n != 1 {
 		t.Fatalf("View().Len() = %d during the list, want 1", n)
 	}
@@ -349,10 +358,10 @@ func TestByIndexManyValues(t *testing.T) {
 func TestKeptViews(t *testing.T) {
 	ix := New(names, Options{HistoryMaxEvents: 2})
 	synced(t, ix, "10", pod("ns/a", 1, "n1"))
-	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("ns/b", 11, "n1"))})
+	ix.Apply([]deltafifo.Delta{d(watch.Added, pod("ns/b", 11, "n1"))})
 	v11 := ix.View()
 	ix.Keep(v11)
-	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("ns/c", 12, "n1"))})
+	ix.Apply([]deltafifo.Delta{d(watch.Added, pod("ns/c", 12, "n1"))})
 	if _, err := ix.ViewAt("10"); err != nil { // rebuilt and kept after 11
 		t.Fatal(err)
 	}
@@ -360,7 +369,7 @@ func TestKeptViews(t *testing.T) {
 	if err != nil || got.t != v11.t {
 		t.Fatalf("ViewAt(11) = %v, %v; want the kept view", got.ResourceVersion, err)
 	}
-	ix.Apply([]deltafifo.Delta{d(deltafifo.Added, pod("ns/d", 13, "n1")), d(deltafifo.Added, pod("ns/e", 14, "n1"))})
+	ix.Apply([]deltafifo.Delta{d(watch.Added, pod("ns/d", 13, "n1")), d(watch.Added, pod("ns/e", 14, "n1"))})
 	ix.views.mu.Lock()
 	defer ix.views.mu.Unlock()
 	for _, v := range ix.views.kept {

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/informerd/informerd/internal/object"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // maxViews bounds the views kept for the continue pages of Lists: each one
@@ -119,9 +120,9 @@ func (ix *Indexer) ViewAt(rv string) (View, error) {
 	for i := len(later) - 1; i >= 0; i-- {
 		ev := later[i]
 		switch ev.Type {
-		case Added:
+		case watch.Added:
 			t.Delete(entry{key: ev.Object.Key})
-		case Modified, Deleted:
+		case watch.Modified, watch.Deleted:
 			t.ReplaceOrInsert(entry{key: ev.Prev.Key, o: ev.Prev})
 		default:
 			return View{}, fmt.Errorf("indexer: unexpected %s event in history", ev.Type)

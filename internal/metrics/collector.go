@@ -5,7 +5,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/informerd/informerd/internal/fanout"
 	"github.com/informerd/informerd/internal/object"
 	"github.com/informerd/informerd/internal/pipeline"
 	"github.com/informerd/informerd/internal/reflector"
@@ -13,20 +12,14 @@ import (
 
 // Caches is what the collector reads at scrape time.
 type Caches interface {
-	Pipelines() []*pipeline.Pipeline
+	Reports() []pipeline.Report
 }
 
-// Watchers reports the Watch streams of a resource.
-type Watchers interface {
-	WatchStats(p *pipeline.Pipeline) fanout.Stats
-}
-
-// Collector reports each resource's cache and upstream state when scraped,
-// read from the pipelines: nothing is copied on the hot path.
+// Collector reports each resource's cache, upstream and watch state when
+// scraped, read from the pipelines: nothing is copied on the hot path.
 type Collector struct {
-	caches   Caches
-	watchers Watchers
-	now      func() time.Time
+	caches Caches
+	now    func() time.Time
 }
 
 var (
@@ -57,9 +50,9 @@ func desc(name, help string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, []string{"resource"}, nil)
 }
 
-// NewCollector returns a collector over caches; watchers may be nil.
-func NewCollector(caches Caches, watchers Watchers) *Collector {
-	return &Collector{caches: caches, watchers: watchers, now: time.Now}
+// NewCollector returns a collector over caches.
+func NewCollector(caches Caches) *Collector {
+	return &Collector{caches: caches, now: time.Now}
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -73,12 +66,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	for _, p := range c.caches.Pipelines() {
-		st := p.Status()
-		name := st.Name
-		if st.Resolved.GVR.Resource != "" {
-			name = st.Resolved.CanonicalName()
-		}
+	for _, r := range c.caches.Reports() {
+		st, name := r.Status, r.Name
 		gauge := func(d *prometheus.Desc, v float64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, name)
 		}
@@ -96,21 +85,19 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descSynced, synced)
 		gauge(descHistory, float64(st.Cache.HistoryEvents))
-		if c.watchers != nil {
-			ws := c.watchers.WatchStats(p)
-			gauge(descWatchers, float64(ws.Watchers))
-			gauge(descQueueMax, float64(ws.MaxQueueDepth))
-			age := 0.0
-			if !ws.OldestUndelivered.IsZero() {
-				age = c.now().Sub(ws.OldestUndelivered).Seconds()
-			}
-			gauge(descOldest, age)
-			counter(descCoalesced, ws.Coalesced)
+		ws := r.Watch
+		gauge(descWatchers, float64(ws.Watchers))
+		gauge(descQueueMax, float64(ws.MaxQueueDepth))
+		age := 0.0
+		if !ws.OldestUndelivered.IsZero() {
+			age = c.now().Sub(ws.OldestUndelivered).Seconds()
 		}
-		for index, n := range p.IndexErrors() {
+		gauge(descOldest, age)
+		counter(descCoalesced, ws.Coalesced)
+		for index, n := range r.IndexErrors {
 			ch <- prometheus.MustNewConstMetric(descIndexErrors, prometheus.CounterValue, float64(n), name, index)
 		}
-		sig := p.Signals()
+		sig := r.Upstream
 		if sig == nil {
 			continue
 		}

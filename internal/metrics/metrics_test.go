@@ -95,7 +95,7 @@ func TestMetricsFollowTheCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.MustRegister(metrics.NewCollector(set, nil))
+	reg.MustRegister(metrics.NewCollector(set))
 	testenv.Run(t, set)
 
 	for i := range 3 {
@@ -195,7 +195,7 @@ func TestErrorCounters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.MustRegister(metrics.NewCollector(set, nil))
+	reg.MustRegister(metrics.NewCollector(set))
 	testenv.Run(t, set)
 	testenv.Eventually(t, time.Minute, "informerd_cache_objects{resource=configmaps} to reach 2", func() bool {
 		v, _ := value(t, reg, "informerd_cache_objects", "configmaps")

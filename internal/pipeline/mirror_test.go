@@ -42,8 +42,14 @@ resources:
 	waitSynced(t, set, "pods", "configmaps")
 	widgets := mustPipeline(t, set, "widgets.v1.example.com")
 	waitFor(t, "widgets to report NotFound", func() bool { return widgets.Status().Phase == pipeline.NotFound })
-	if ok, pending := set.Synced(); ok || !cmp.Equal(pending, []string{"widgets.v1.example.com"}) {
-		t.Errorf("Set.Synced() = %v, %v; want false naming the widgets", ok, pending)
+	var unsynced []string
+	for _, r := range set.Reports() {
+		if !r.Cache.Synced {
+			unsynced = append(unsynced, r.Configured)
+		}
+	}
+	if !cmp.Equal(unsynced, []string{"widgets.v1.example.com"}) {
+		t.Errorf("unsynced resources = %v; want the widgets alone", unsynced)
 	}
 
 	if _, err := client.Resource(crdGVR).Create(ctx, widgetCRD(), metav1.CreateOptions{}); err != nil {
@@ -56,14 +62,10 @@ resources:
 
 	pods, cms := mustPipeline(t, set, "pods"), mustPipeline(t, set, "configmaps")
 	recs := map[string]*recorder{}
-	for _, p := range []*pipeline.Pipeline{pods, cms, widgets} {
+	for _, p := range []pipeline.Served{pods, cms, widgets} {
 		rec := &recorder{}
-		_, _, cancel, err := p.Indexer().Subscribe("", rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cancel()
-		recs[p.Name()] = rec
+		defer p.Cache().AddListener(rec)()
+		recs[p.Configured()] = rec
 	}
 
 	podAPI, cmAPI, wAPI := client.Resource(podsGVR).Namespace(ns), client.Resource(cmGVR).Namespace(ns), client.Resource(widgetsGVR).Namespace(ns)
@@ -128,7 +130,7 @@ resources:
 
 	tests := []struct {
 		name   string
-		p      *pipeline.Pipeline
+		p      pipeline.Served
 		index  string
 		values []string
 		want   []string

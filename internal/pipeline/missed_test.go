@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/informerd/informerd/internal/pipeline"
 	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -84,13 +85,9 @@ func TestMissedChangeIsRecovered(t *testing.T) {
 	set := start(t, "resources: [{resource: configmaps, namespace: missed}]", cfg)
 	waitSynced(t, set, "configmaps")
 	cms := mustPipeline(t, set, "configmaps")
-	relistsBefore := cms.Signals().Relists.Load()
+	relistsBefore := cms.(*pipeline.Pipeline).Report().Upstream.Relists.Load()
 	rec := &recorder{}
-	_, _, cancel, err := cms.Indexer().Subscribe("", rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cancel()
+	defer cms.Cache().AddListener(rec)()
 
 	victim := configMap(ns, "victim", map[string]any{"v": "1"})
 	victim.SetLabels(map[string]string{"corrupt": "once"})
@@ -107,7 +104,7 @@ func TestMissedChangeIsRecovered(t *testing.T) {
 	if len(rec.flag) > 0 && !rec.flag[0] {
 		t.Error("the object came from the watch, not from the relist")
 	}
-	sig := cms.Signals()
+	sig := cms.(*pipeline.Pipeline).Report().Upstream
 	if got := sig.EncodeErrors.Load(); got != 1 {
 		t.Errorf("EncodeErrors = %d, want 1", got)
 	}

@@ -1,7 +1,9 @@
 // Package pipeline runs the cache of one configured resource — reflector →
-// deltafifo → indexer — and a Set of them for the whole configuration. It
-// resolves kubectl-style names through discovery, waits for resources that
-// do not exist yet (a CRD not installed) and reports their state.
+// deltafifo → indexer → fanout — and a Set of them for the whole
+// configuration. It resolves kubectl-style names through discovery, waits
+// for resources that do not exist yet (a CRD not installed) and reports
+// their state. The serving layers (gRPC today) read a resource through the
+// Served interface: its cache for Get and List, its hub for Watch.
 package pipeline
 
 import (
@@ -9,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -16,9 +19,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/informerd/informerd/internal/config"
 	"github.com/informerd/informerd/internal/deltafifo"
+	"github.com/informerd/informerd/internal/fanout"
 	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/object"
 	"github.com/informerd/informerd/internal/reflector"
@@ -54,24 +59,63 @@ func (r Resolved) CanonicalName() string {
 	return r.GVR.Resource + "." + r.GVR.Group
 }
 
+// Served is one cached resource as a serving layer reads it: its names and
+// state, its cache for Get and List, and its hub for Watch. *Pipeline is
+// one. Every method may be called concurrently.
+type Served interface {
+	// Name is the name clients and metrics see: the canonical name once
+	// resolved ("deployments.apps"), else the name as configured.
+	Name() string
+	// Configured is the name as configured ("deploy").
+	Configured() string
+	// Resolved is what the name resolved to; zero before resolution.
+	Resolved() Resolved
+	// Status is the resource's state.
+	Status() Status
+	// Cache holds the objects and the history; it exists, empty and
+	// unsynced, before the pipeline runs.
+	Cache() *indexer.Indexer
+	// Hub fans the cache's events out to watchers.
+	Hub() *fanout.Hub
+}
+
+var _ Served = (*Pipeline)(nil)
+
 // Status is a pipeline's state at one moment.
 type Status struct {
-	// Name is the name as configured.
-	Name     string
-	Phase    Phase
-	Resolved Resolved // zero until resolved
+	// Name is the name clients see: canonical once resolved, else as
+	// configured (Served.Name). Configured is the name as configured.
+	Name, Configured string
+	Phase            Phase
+	Resolved         Resolved // zero until resolved
 	// LastError is the most recent problem, if any (not found, list or
 	// watch failure).
 	LastError string
 	Cache     indexer.Stats
 }
 
-// Pipeline caches one resource. Run is called once; every other method may
+// Report is a resource's Status with every figure behind its metrics and
+// /readyz: the upstream counters, the watch streams' and the indexes'. It
+// visits every watcher, so it is for a scrape, not a request's path.
+type Report struct {
+	Status
+	// Upstream are the reflector's counters; nil before resolution.
+	Upstream *reflector.Signals
+	// Watch describes the resource's watchers.
+	Watch fanout.Stats
+	// IndexErrors counts, by index name, the objects an index expression
+	// failed on (cached without a value in that index).
+	IndexErrors map[string]int64
+}
+
+// Pipeline caches one resource and fans its changes out: reflector →
+// deltafifo → indexer → fanout. Run is called once; every other method may
 // be called concurrently with it.
 type Pipeline struct {
 	cfg     config.Resource
 	encoder *object.Encoder
 	index   *indexer.Indexer
+	hub     *fanout.Hub
 	fifo    *deltafifo.FIFO
 	log     *slog.Logger
 	ingest  IngestObserver // may be nil
@@ -101,41 +145,49 @@ func New(c *config.Config, r config.Resource, log *slog.Logger) (*Pipeline, erro
 		cfg:     r,
 		encoder: enc,
 		index:   ix,
+		hub:     fanout.New(ix, fanout.Options{}),
 		fifo:    deltafifo.New(ix, c.QueueLength),
 		log:     log.With("resource", r.Resource),
 		phase:   Resolving,
 	}, nil
 }
 
-// Name returns the name as configured.
-func (p *Pipeline) Name() string { return p.cfg.Resource }
-
-// canonicalName is the resolved canonical name, or "" before resolution. It
-// is on every request's path, so it reads no cache statistics.
-func (p *Pipeline) canonicalName() string {
+// Name implements Served: the canonical name once resolved, else the name
+// as configured. It is on every request's path, so it reads no cache
+// statistics.
+func (p *Pipeline) Name() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.nameLocked()
+}
+
+func (p *Pipeline) nameLocked() string {
 	if p.resolved.GVR.Resource == "" {
-		return ""
+		return p.cfg.Resource
 	}
 	return p.resolved.CanonicalName()
 }
 
-// Resolved returns what the configured name resolved to (zero before
-// resolution). It reads no cache statistics.
+// Configured implements Served.
+func (p *Pipeline) Configured() string { return p.cfg.Resource }
+
+// Resolved implements Served. It reads no cache statistics.
 func (p *Pipeline) Resolved() Resolved {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.resolved
 }
 
-// Indexer returns the cache. It exists (empty, unsynced) before Run.
-func (p *Pipeline) Indexer() *indexer.Indexer { return p.index }
+// Cache implements Served.
+func (p *Pipeline) Cache() *indexer.Indexer { return p.index }
+
+// Hub implements Served.
+func (p *Pipeline) Hub() *fanout.Hub { return p.hub }
 
 // Status returns the pipeline's current state.
 func (p *Pipeline) Status() Status {
 	p.mu.Lock()
-	s := Status{Name: p.cfg.Resource, Phase: p.phase, Resolved: p.resolved, LastError: p.lastError}
+	s := Status{Name: p.nameLocked(), Configured: p.cfg.Resource, Phase: p.phase, Resolved: p.resolved, LastError: p.lastError}
 	refl := p.refl
 	p.mu.Unlock()
 	s.Cache = p.index.Stats()
@@ -150,26 +202,21 @@ func (p *Pipeline) Status() Status {
 	return s
 }
 
-// IndexErrors returns, by index name, how many times an index expression
-// failed on an object, which was cached without a value in that index.
-func (p *Pipeline) IndexErrors() map[string]int64 {
+// Report returns the pipeline's Status with its figures; it visits every
+// watcher.
+func (p *Pipeline) Report() Report {
+	r := Report{Status: p.Status(), Watch: p.hub.Stats()}
 	counts := p.encoder.IndexErrors()
-	out := make(map[string]int64, len(counts))
+	r.IndexErrors = make(map[string]int64, len(counts))
 	for i, name := range p.encoder.IndexNames() {
-		out[name] = counts[i]
+		r.IndexErrors[name] = counts[i]
 	}
-	return out
-}
-
-// Signals returns the reflector's lag signals, or nil before the resource
-// is resolved.
-func (p *Pipeline) Signals() *reflector.Signals {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.refl == nil {
-		return nil
+	if p.refl != nil {
+		r.Upstream = p.refl.Signals()
 	}
-	return p.refl.Signals()
+	p.mu.Unlock()
+	return r
 }
 
 func (p *Pipeline) setPhase(ph Phase, err error) {
@@ -185,8 +232,11 @@ func (p *Pipeline) setPhase(ph Phase, err error) {
 
 // Run resolves the resource (waiting while it does not exist), then lists
 // and watches it into the cache until ctx is done. It returns after every
-// goroutine it started has exited.
+// goroutine it started has exited, and ends every watcher of the hub with
+// fanout.ErrClosed: nothing is served from a cache that stopped following
+// the API server.
 func (p *Pipeline) Run(ctx context.Context, client *reflector.Client, mapper Mapper) error {
+	defer p.hub.Close(nil)
 	res, err := p.resolve(ctx, mapper)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -242,24 +292,28 @@ func (p *Pipeline) consume(ctx context.Context, resource string) error {
 		now := time.Now()
 		for _, d := range deltas {
 			switch d.Type {
-			case deltafifo.Added, deltafifo.Updated, deltafifo.Deleted:
+			case watch.Added, watch.Modified, watch.Deleted:
 				p.ingest.ObserveIngest(resource, now.Sub(d.Received))
 			}
 		}
 	}
 }
 
+// resolveBackoff spaces the lookups of a resource discovery does not know.
+// Past the cap it keeps trying every 30s (with jitter) until ctx ends.
+var resolveBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 30 * time.Second}
+
 // resolve looks the resource up, retrying with backoff (up to 30s apart)
 // while discovery does not know it.
 func (p *Pipeline) resolve(ctx context.Context, mapper Mapper) (Resolved, error) {
-	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * time.Second}
-	for {
-		res, err := Resolve(mapper, p.cfg.Resource)
-		if err == nil {
+	var res Resolved
+	err := resolveBackoff.DelayFunc().Until(ctx, true, false, func(context.Context) (bool, error) {
+		var err error
+		if res, err = Resolve(mapper, p.cfg.Resource); err == nil {
 			p.mu.Lock()
 			p.resolved = res
 			p.mu.Unlock()
-			return res, nil
+			return true, nil
 		}
 		if meta.IsNoMatchError(err) {
 			p.setPhase(NotFound, fmt.Errorf("the API server does not serve %q yet (is its CRD installed?); retrying", p.cfg.Resource))
@@ -267,11 +321,8 @@ func (p *Pipeline) resolve(ctx context.Context, mapper Mapper) (Resolved, error)
 			p.setPhase(Resolving, fmt.Errorf("resolve %q: %w", p.cfg.Resource, err))
 		}
 		p.log.Warn("resource not available; will retry", "err", err)
-		select {
-		case <-ctx.Done():
-			return Resolved{}, ctx.Err()
-		case <-time.After(backoff.Step()):
-		}
-		mapper.Reset()
-	}
+		mapper.Reset() // find a CRD installed meanwhile
+		return false, nil
+	})
+	return res, err
 }

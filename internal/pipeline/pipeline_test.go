@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -55,12 +56,12 @@ type recorder struct {
 }
 
 func (r *recorder) OnEvent(ev indexer.Event) {
-	if ev.Type == indexer.Bookmark {
+	if ev.Type == watch.Bookmark {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.evs = append(r.evs, ev.Type.String()+" "+ev.Object.Key)
+	r.evs = append(r.evs, string(ev.Type)+" "+ev.Object.Key)
 	r.rvs = append(r.rvs, ev.RV)
 	r.flag = append(r.flag, ev.Relist)
 }
@@ -99,11 +100,11 @@ func waitSynced(t *testing.T, set *pipeline.Set, names ...string) {
 		if !ok {
 			t.Fatalf("no pipeline %q", n)
 		}
-		waitFor(t, n+" to sync", func() bool { return p.Indexer().Stats().Synced })
+		waitFor(t, n+" to sync", func() bool { return p.Cache().Stats().Synced })
 	}
 }
 
-func mustPipeline(t *testing.T, set *pipeline.Set, name string) *pipeline.Pipeline {
+func mustPipeline(t *testing.T, set *pipeline.Set, name string) pipeline.Served {
 	t.Helper()
 	p, ok := set.Lookup(name)
 	if !ok {
@@ -126,9 +127,9 @@ func apiState(t *testing.T, client dynamic.Interface, gvr schema.GroupVersionRes
 	return out, list.GetResourceVersion()
 }
 
-func cacheState(p *pipeline.Pipeline) map[string]string {
+func cacheState(p pipeline.Served) map[string]string {
 	out := map[string]string{}
-	for _, o := range p.Indexer().List(nil).Objects {
+	for _, o := range p.Cache().List(nil).Objects {
 		out[o.Key] = o.ResourceVersion
 	}
 	return out
@@ -138,7 +139,7 @@ func cacheState(p *pipeline.Pipeline) map[string]string {
 // lists, object by object with resourceVersions, and reports the difference
 // if it never does. (Waiting for the list's RV instead would wait for a
 // bookmark: the list RV is etcd's global revision.)
-func assertMirror(t *testing.T, client dynamic.Interface, p *pipeline.Pipeline, gvr schema.GroupVersionResource, ns string) {
+func assertMirror(t *testing.T, client dynamic.Interface, p pipeline.Served, gvr schema.GroupVersionResource, ns string) {
 	t.Helper()
 	want, _ := apiState(t, client, gvr, ns)
 	testenv.Poll(60*time.Second, func() bool { return cmp.Equal(want, cacheState(p)) })
@@ -201,9 +202,9 @@ func widget(ns, name, size string) *unstructured.Unstructured {
 	}}
 }
 
-func keysOf(t *testing.T, p *pipeline.Pipeline, index string, values ...string) []string {
+func keysOf(t *testing.T, p pipeline.Served, index string, values ...string) []string {
 	t.Helper()
-	s, err := p.Indexer().ByIndex(index, values, nil)
+	s, err := p.Cache().ByIndex(index, values, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/informerd/informerd/internal/pipeline"
 	"github.com/informerd/informerd/internal/testenv"
 )
 
@@ -40,11 +41,7 @@ func TestRelistEmitsOnlyTheDifference(t *testing.T) {
 	cms := mustPipeline(t, set, "configmaps")
 	assertMirror(t, client, cms, cmGVR, ns)
 	rec := &recorder{}
-	_, _, cancel, err := cms.Indexer().Subscribe("", rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cancel()
+	defer cms.Cache().AddListener(rec)()
 
 	proxy.Cut()
 	change, err := cmAPI.Get(ctx, "change", metav1.GetOptions{})
@@ -64,7 +61,7 @@ func TestRelistEmitsOnlyTheDifference(t *testing.T) {
 	if err := env.RestartAPIServer(); err != nil {
 		t.Fatal(err)
 	}
-	relistsBefore := cms.Signals().Relists.Load()
+	relistsBefore := cms.(*pipeline.Pipeline).Report().Upstream.Relists.Load()
 	proxy.Restore()
 
 	assertMirror(t, client, cms, cmGVR, ns)
@@ -77,10 +74,10 @@ func TestRelistEmitsOnlyTheDifference(t *testing.T) {
 			t.Errorf("event %d (%s) did not come from a relist", i, rec.evs[i])
 		}
 	}
-	if got := cms.Signals().Relists.Load(); got <= relistsBefore {
+	if got := cms.(*pipeline.Pipeline).Report().Upstream.Relists.Load(); got <= relistsBefore {
 		t.Errorf("relists = %d, want more than %d: the watch should have had to relist", got, relistsBefore)
 	}
-	if cms.Signals().WatchStarts.Load() < 2 {
-		t.Errorf("watch starts = %d, want at least 2", cms.Signals().WatchStarts.Load())
+	if cms.(*pipeline.Pipeline).Report().Upstream.WatchStarts.Load() < 2 {
+		t.Errorf("watch starts = %d, want at least 2", cms.(*pipeline.Pipeline).Report().Upstream.WatchStarts.Load())
 	}
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/informerd/informerd/internal/reflector"
 )
 
-// Set runs a pipeline per configured resource. Run is called once; Lookup,
-// Pipelines and Synced may be called concurrently with it.
+// Set runs a pipeline per configured resource. Run is called once; every
+// other method may be called concurrently with it.
 type Set struct {
 	pipelines []*Pipeline
 	client    *reflector.Client
@@ -68,29 +68,46 @@ func NewSet(c *config.Config, restConfig *rest.Config, log *slog.Logger, opts ..
 	return s, nil
 }
 
-// Pipelines returns the pipelines in configuration order.
-func (s *Set) Pipelines() []*Pipeline { return s.pipelines }
+// Served returns the resources in configuration order, for the serving
+// layers.
+func (s *Set) Served() []Served {
+	out := make([]Served, len(s.pipelines))
+	for i, p := range s.pipelines {
+		out[i] = p
+	}
+	return out
+}
 
-// Lookup finds a pipeline by its configured or canonical name.
-func (s *Set) Lookup(name string) (*Pipeline, bool) {
+// Lookup finds a resource by its configured or canonical name.
+func (s *Set) Lookup(name string) (Served, bool) {
 	for _, p := range s.pipelines {
-		if p.Name() == name || p.canonicalName() == name {
+		if p.Configured() == name || p.Name() == name {
 			return p, true
 		}
 	}
 	return nil, false
 }
 
-// Synced reports whether every pipeline has completed its first list, and
-// names those that have not.
-func (s *Set) Synced() (bool, []string) {
-	var pending []string
+// Reports returns every resource's Report, in configuration order.
+func (s *Set) Reports() []Report {
+	out := make([]Report, len(s.pipelines))
+	for i, p := range s.pipelines {
+		out[i] = p.Report()
+	}
+	return out
+}
+
+// WaitSynced waits until every pipeline has completed its first list, or
+// ctx ends (returning its error).
+func (s *Set) WaitSynced(ctx context.Context) error {
 	for _, p := range s.pipelines {
-		if !p.Indexer().Stats().Synced {
-			pending = append(pending, p.Name())
+		select {
+		case <-p.index.HasSynced():
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
-	return len(pending) == 0, pending
+	return nil
 }
 
 // Run runs every pipeline until ctx is done and returns when all have
@@ -100,7 +117,7 @@ func (s *Set) Run(ctx context.Context) error {
 	for _, p := range s.pipelines {
 		wg.Go(func() {
 			if err := p.Run(ctx, s.client, s.mapper); err != nil {
-				s.log.Error("pipeline stopped", "resource", p.Name(), "err", err)
+				s.log.Error("pipeline stopped", "resource", p.Configured(), "err", err)
 			}
 		})
 	}

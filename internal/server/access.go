@@ -138,13 +138,13 @@ func (s *Server) recheck(ctx context.Context, a auth.Attributes) error {
 }
 
 // attributes describe a read of p's resource.
-func attributes(verb string, p *pipeline.Pipeline, namespace, name string) auth.Attributes {
+func attributes(verb string, p pipeline.Served, namespace, name string) auth.Attributes {
 	r := p.Resolved()
 	return auth.Attributes{
 		Verb:       verb,
 		Group:      r.GVR.Group,
 		Resource:   r.GVR.Resource,
-		Configured: p.Name(),
+		Configured: p.Configured(),
 		Namespace:  namespace,
 		Name:       name,
 	}

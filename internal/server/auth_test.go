@@ -82,7 +82,7 @@ resources:
 `, server.Options{Authenticator: k, Authorizer: k, RecheckInterval: 100 * time.Millisecond, WatchQueueLength: 100})
 	for _, r := range []string{"configmaps", "secrets"} {
 		p, _ := f.set.Lookup(r)
-		testenv.Eventually(t, time.Minute, r+" to sync", func() bool { return p.Indexer().Stats().Synced })
+		testenv.Eventually(t, time.Minute, r+" to sync", func() bool { return p.Cache().Stats().Synced })
 	}
 
 	token := func(audience string) string {

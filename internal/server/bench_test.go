@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/test/bufconn"
+	"k8s.io/apimachinery/pkg/watch"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/benchdata"
@@ -57,13 +58,13 @@ func newBenchServer(b *testing.B, pods, nodes int) *benchServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bs := &benchServer{ix: set.Pipelines()[0].Indexer(), pods: make([]*object.Object, pods)}
+	bs := &benchServer{ix: set.Served()[0].Cache(), pods: make([]*object.Object, pods)}
 	for i := range bs.pods {
 		if bs.pods[i], err = enc.EncodeUnstructured(benchdata.Unstructured(benchdata.Pod(i, nodes, uint64(i+1)))); err != nil {
 			b.Fatal(err)
 		}
 	}
-	bs.ix.Apply([]deltafifo.Delta{{Type: deltafifo.Bookmark, ResourceVersion: "1000"}, {Type: deltafifo.Synced, ResourceVersion: "1000"}})
+	bs.ix.Apply([]deltafifo.Delta{{Type: watch.Bookmark, ResourceVersion: "1000", Synced: true}})
 
 	// Resolve-free: Lookup by configured name works before Run.
 	lis := bufconn.Listen(4 << 20)
@@ -104,7 +105,7 @@ func (discard) Unmarshal(mem.BufferSlice, any) error { return nil }
 func (bs *benchServer) update(i int, rv uint64) {
 	o := *bs.pods[i]
 	o.RV, o.ResourceVersion = rv, strconv.FormatUint(rv, 10)
-	bs.ix.Apply([]deltafifo.Delta{{Type: deltafifo.Updated, Object: &o, ResourceVersion: o.ResourceVersion}})
+	bs.ix.Apply([]deltafifo.Delta{{Type: watch.Modified, Object: &o, ResourceVersion: o.ResourceVersion}})
 }
 
 // BenchmarkWatchFanOut: 1,000 Watch streams over an in-memory connection,

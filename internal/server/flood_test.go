@@ -54,7 +54,7 @@ func TestFlood(t *testing.T) {
 	})
 	createNS(t, f, ns)
 	cms, _ := f.set.Lookup("configmaps")
-	testenv.Eventually(t, time.Minute, "configmaps to sync", func() bool { return cms.Indexer().Stats().Synced })
+	testenv.Eventually(t, time.Minute, "configmaps to sync", func() bool { return cms.Cache().Stats().Synced })
 	as := func(id string) context.Context {
 		return metadata.AppendToOutgoingContext(context.Background(), "x-identity", id)
 	}
@@ -64,7 +64,7 @@ func TestFlood(t *testing.T) {
 	defer stopGood()
 	var good []*stream
 	for range 3 {
-		good = append(good, watch(goodCtx, t, f, &pb.WatchRequest{Resource: "configmaps"}))
+		good = append(good, openWatch(goodCtx, t, f, &pb.WatchRequest{Resource: "configmaps"}))
 	}
 
 	runtime.GC()

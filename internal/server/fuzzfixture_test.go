@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
@@ -218,9 +219,9 @@ func newFuzzFixture(t testing.TB) *fuzzFixture {
 		t.Fatal(err)
 	}
 	fx := &fuzzFixture{models: map[string]*model{}, views: map[string]view{}}
-	for _, p := range set.Pipelines() {
-		fx.order = append(fx.order, p.Name())
-		fx.models[p.Name()] = &model{name: p.Name(), indexes: p.Indexer().IndexNames(), initial: map[string]*cached{}}
+	for _, p := range set.Served() {
+		fx.order = append(fx.order, p.Configured())
+		fx.models[p.Configured()] = &model{name: p.Configured(), indexes: p.Cache().IndexNames(), initial: map[string]*cached{}}
 	}
 	encoder := func(r config.Resource) *object.Encoder {
 		var specs []object.IndexSpec
@@ -233,8 +234,8 @@ func newFuzzFixture(t testing.TB) *fuzzFixture {
 		}
 		return enc
 	}
-	feed := func(p *pipeline.Pipeline, enc *object.Encoder, kind string, initial []spec, syncRV uint64, changes []func() (deltafifo.Type, spec)) {
-		m := fx.models[p.Name()]
+	feed := func(p pipeline.Served, enc *object.Encoder, kind string, initial []spec, syncRV uint64, changes []func() (watch.EventType, spec)) {
+		m := fx.models[p.Configured()]
 		encode := func(s spec, rv uint64) (*object.Object, *cached) {
 			o, err := enc.EncodeUnstructured(s.unstructured(kind, rv))
 			if err != nil {
@@ -247,26 +248,26 @@ func newFuzzFixture(t testing.TB) *fuzzFixture {
 		var ds []deltafifo.Delta
 		for i, s := range initial {
 			o, obj := encode(s, uint64(i+1))
-			ds = append(ds, deltafifo.Delta{Type: deltafifo.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
+			ds = append(ds, deltafifo.Delta{Type: watch.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
 			m.initial[obj.key] = obj
 		}
 		rv := strconv.FormatUint(syncRV, 10)
-		ds = append(ds, deltafifo.Delta{Type: deltafifo.Bookmark, ResourceVersion: rv}, deltafifo.Delta{Type: deltafifo.Synced, ResourceVersion: rv})
-		p.Indexer().Apply(ds)
+		ds = append(ds, deltafifo.Delta{Type: watch.Bookmark, ResourceVersion: rv, Synced: true})
+		p.Cache().Apply(ds)
 		m.synced, m.syncRV, m.cur, m.floor = true, syncRV, syncRV, syncRV
 		state := m.initial
 		for _, next := range changes {
 			typ, s := next()
 			m.cur++
 			o, obj := encode(s, m.cur)
-			p.Indexer().Apply([]deltafifo.Delta{{Type: typ, Object: o, ResourceVersion: o.ResourceVersion}})
+			p.Cache().Apply([]deltafifo.Delta{{Type: typ, Object: o, ResourceVersion: o.ResourceVersion}})
 			after := map[string]*cached{}
 			for k, v := range state {
 				after[k] = v
 			}
 			ch := change{rv: m.cur, prev: state[obj.key], obj: obj}
 			switch {
-			case typ == deltafifo.Deleted:
+			case typ == watch.Deleted:
 				ch.typ = pb.EventType_EVENT_TYPE_DELETED
 				delete(after, obj.key)
 			case ch.prev != nil:
@@ -301,21 +302,21 @@ func newFuzzFixture(t testing.TB) *fuzzFixture {
 		{ns: "a", name: "p2"},
 		bp0, bq1,
 		{ns: "c", name: "big", labels: web(), node: "n2", images: []string{"web:1"}, pad: 2000},
-	}, 20, []func() (deltafifo.Type, spec){
-		func() (deltafifo.Type, spec) {
-			return deltafifo.Added, spec{ns: "a", name: "p3", labels: web(), node: "n1", images: []string{"web:1"}}
+	}, 20, []func() (watch.EventType, spec){
+		func() (watch.EventType, spec) {
+			return watch.Added, spec{ns: "a", name: "p3", labels: web(), node: "n1", images: []string{"web:1"}}
 		},
-		func() (deltafifo.Type, spec) {
+		func() (watch.EventType, spec) {
 			p0.labels, p0.node = map[string]string{"app": "api", "tier": "front"}, "n2"
-			return deltafifo.Updated, p0
+			return watch.Modified, p0
 		},
-		func() (deltafifo.Type, spec) { return deltafifo.Deleted, bq1 },
-		func() (deltafifo.Type, spec) {
+		func() (watch.EventType, spec) { return watch.Deleted, bq1 },
+		func() (watch.EventType, spec) {
 			bp0.labels = web("tier", "back")
-			return deltafifo.Updated, bp0
+			return watch.Modified, bp0
 		},
-		func() (deltafifo.Type, spec) {
-			return deltafifo.Added, spec{ns: "d", name: "p9", labels: map[string]string{"app": "db"}, node: "n0", images: []string{"db:2"}}
+		func() (watch.EventType, spec) {
+			return watch.Added, spec{ns: "d", name: "p9", labels: map[string]string{"app": "db"}, node: "n0", images: []string{"db:2"}}
 		},
 	})
 	nodes, _ := set.Lookup("nodes")

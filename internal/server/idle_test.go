@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
@@ -47,13 +48,13 @@ func TestIdleBookmark(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ix := set.Pipelines()[0].Indexer()
+		ix := set.Served()[0].Cache()
 		enc, err := object.NewEncoder(nil, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rv := uint64(100)
-		ix.Apply([]deltafifo.Delta{{Type: deltafifo.Bookmark, ResourceVersion: "100"}, {Type: deltafifo.Synced, ResourceVersion: "100"}})
+		ix.Apply([]deltafifo.Delta{{Type: watch.Bookmark, ResourceVersion: "100", Synced: true}})
 		change := func(app string) { // pod a/<app>, labelled app=<app>, at the next resourceVersion
 			rv++
 			o, err := enc.EncodeUnstructured(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
@@ -61,7 +62,7 @@ func TestIdleBookmark(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ix.Apply([]deltafifo.Delta{{Type: deltafifo.Updated, Object: o, ResourceVersion: o.ResourceVersion}})
+			ix.Apply([]deltafifo.Delta{{Type: watch.Modified, Object: o, ResourceVersion: o.ResourceVersion}})
 		}
 		srv := server.New(set, server.Options{})
 		defer srv.Stop()

@@ -32,9 +32,9 @@ func TestLimits(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	first := watch(ctx, t, f, &pb.WatchRequest{Resource: "configmaps", SendInitialEvents: true})
+	first := openWatch(ctx, t, f, &pb.WatchRequest{Resource: "configmaps", SendInitialEvents: true})
 	waitLen(t, first, 1)
-	second := watch(ctx, t, f, &pb.WatchRequest{Resource: "configmaps"})
+	second := openWatch(ctx, t, f, &pb.WatchRequest{Resource: "configmaps"})
 	<-second.done
 	if st := status.Convert(second.err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "--max-watches") {
 		t.Errorf("second watch ended with %v %q, want RESOURCE_EXHAUSTED naming --max-watches", st.Code(), st.Message())

@@ -36,14 +36,14 @@ func (s *Server) List(ctx context.Context, req *pb.ListRequest) (*pb.ListRespons
 }
 
 func (s *Server) list(ctx context.Context, req *pb.ListRequest) (*encoded, error) {
-	p, err := s.synced(req.GetResource())
+	p, err := s.resource(req.GetResource())
 	if err != nil {
 		return nil, err
 	}
 	if err := s.authorize(ctx, attributes("list", p, req.GetSelector().GetNamespace(), "")); err != nil {
 		return nil, err
 	}
-	sel, err := selection(p.Indexer(), req.GetSelector())
+	sel, err := selection(p.Cache(), req.GetSelector())
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (s *Server) list(ctx context.Context, req *pb.ListRequest) (*encoded, error
 		limit = s.opts.MaxPageSize
 		s.opts.Observer.LimitHit("max-page-size")
 	}
-	ix := p.Indexer()
+	ix := p.Cache()
 	if mrv := req.GetMinResourceVersion(); mrv != "" {
 		if err := s.waitFor(ctx, ix, mrv); err != nil {
 			return nil, err

@@ -41,7 +41,7 @@ func TestWatchStorm(t *testing.T) {
 	}
 	ts := testserver.Start(t, env.Config, ownerConfig(ns), testserver.Options{Server: server.Options{Limits: limits.New(limits.Options{})}})
 	cms, _ := ts.Set().Lookup("configmaps")
-	testenv.Eventually(t, time.Minute, "configmaps to sync", func() bool { return cms.Indexer().Stats().Synced })
+	testenv.Eventually(t, time.Minute, "configmaps to sync", func() bool { return cms.Cache().Stats().Synced })
 
 	for _, tt := range []struct {
 		name           string
@@ -147,7 +147,7 @@ func TestTightLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	cms, _ := f.set.Lookup("configmaps")
-	testenv.Eventually(t, time.Minute, "configmaps to sync", func() bool { return cms.Indexer().Stats().Synced })
+	testenv.Eventually(t, time.Minute, "configmaps to sync", func() bool { return cms.Cache().Stats().Synced })
 
 	flooder := f.dial(t)
 	floodCtx, stopFlood := context.WithCancel(context.Background())
@@ -265,7 +265,7 @@ func TestListTurn(t *testing.T) {
 		}
 	}
 	cms, _ := f.set.Lookup("configmaps")
-	testenv.Eventually(t, time.Minute, "configmaps to sync", func() bool { return cms.Indexer().Stats().Objects == 2 })
+	testenv.Eventually(t, time.Minute, "configmaps to sync", func() bool { return cms.Cache().Stats().Objects == 2 })
 
 	c := f.dial(t)
 	// A deadline far shorter than the 100 s to the next turn, far longer

@@ -12,16 +12,15 @@ import (
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/auth"
-	"github.com/informerd/informerd/internal/fanout"
 	"github.com/informerd/informerd/internal/limits"
 	"github.com/informerd/informerd/internal/object"
 	"github.com/informerd/informerd/internal/pipeline"
 )
 
-// Caches is what the server reads: the pipelines by name.
+// Caches is what the server reads: the served resources, by name and all.
 type Caches interface {
-	Lookup(name string) (*pipeline.Pipeline, bool)
-	Pipelines() []*pipeline.Pipeline
+	Lookup(name string) (pipeline.Served, bool)
+	Served() []pipeline.Served
 }
 
 // Options bound what one request may ask for.
@@ -34,7 +33,8 @@ type Options struct {
 	// receive limit. A single larger object is still sent alone.
 	MaxPageBytes int
 	// WatchQueueLength bounds each watch stream's queue of undelivered
-	// events; past it the stream is replayed from history.
+	// events; past it the stream is replayed from history. Default
+	// fanout.DefaultQueueLength.
 	WatchQueueLength int
 	// MaxWatches bounds the Watch streams open at once across all clients.
 	MaxWatches int
@@ -74,16 +74,17 @@ func (nopObserver) LimitHit(string)                             {}
 // errShutdown ends every watch when the server stops.
 var errShutdown = errors.New("server: shutting down")
 
-// Server implements CacheService. Its methods may be called concurrently.
+// Server implements CacheService over the resources' caches (Get, List) and
+// hubs (Watch). Its methods may be called concurrently.
 type Server struct {
 	pb.UnimplementedCacheServiceServer
 	caches Caches
 	opts   Options
-	hubs   map[*pipeline.Pipeline]*fanout.Hub
 	// watches counts open Watch streams, against MaxWatches.
 	watches atomic.Int64
-	// stopping ends, with errShutdown, when Stop is called: calls waiting
-	// for their turn under Limits end then too.
+	// stopping ends, with errShutdown, when Stop is called: every Watch
+	// stream ends then, and so do calls waiting for their turn under
+	// Limits.
 	stopping context.Context
 	stop     context.CancelCauseFunc
 }
@@ -116,49 +117,29 @@ func New(caches Caches, opts Options) *Server {
 	if opts.RecheckInterval <= 0 {
 		opts.RecheckInterval = DefaultRecheckInterval
 	}
-	s := &Server{caches: caches, opts: opts, hubs: map[*pipeline.Pipeline]*fanout.Hub{}}
+	s := &Server{caches: caches, opts: opts}
 	s.stopping, s.stop = context.WithCancelCause(context.Background())
-	for _, p := range caches.Pipelines() {
-		s.hubs[p] = fanout.New(p.Indexer(), fanout.Options{QueueLength: opts.WatchQueueLength})
-	}
 	return s
-}
-
-// WatchStats returns the figures of the Watch streams on p's resource.
-func (s *Server) WatchStats(p *pipeline.Pipeline) fanout.Stats {
-	if h, ok := s.hubs[p]; ok {
-		return h.Stats()
-	}
-	return fanout.Stats{}
 }
 
 // Stop ends every watch stream with UNAVAILABLE and the resourceVersion to
 // resume from, and every call waiting for its turn under Limits with
 // UNAVAILABLE; call it before grpc.Server.GracefulStop, which waits for
 // streams to end. It is idempotent.
-func (s *Server) Stop() {
-	s.stop(errShutdown)
-	for _, h := range s.hubs {
-		h.Close(errShutdown)
-	}
-}
+func (s *Server) Stop() { s.stop(errShutdown) }
 
 // ListResources implements CacheService.
 func (s *Server) ListResources(context.Context, *pb.ListResourcesRequest) (*pb.ListResourcesResponse, error) {
 	resp := &pb.ListResourcesResponse{}
-	for _, p := range s.caches.Pipelines() {
+	for _, p := range s.caches.Served() {
 		st := p.Status()
-		name := st.Resolved.CanonicalName()
-		if st.Resolved.GVR.Resource == "" {
-			name = st.Name
-		}
 		resp.Resources = append(resp.Resources, &pb.ResourceInfo{
-			Name:            name,
+			Name:            st.Name,
 			Group:           st.Resolved.GVR.Group,
 			Version:         st.Resolved.GVR.Version,
 			Kind:            st.Resolved.Kind,
 			Namespaced:      st.Resolved.Namespaced,
-			Indexes:         p.Indexer().IndexNames(),
+			Indexes:         p.Cache().IndexNames(),
 			Synced:          st.Cache.Synced,
 			ResourceVersion: st.Cache.ResourceVersion,
 			ObjectCount:     uint64(st.Cache.Objects),
@@ -176,7 +157,7 @@ func (s *Server) Get(ctx context.Context, req *pb.GetRequest) (*pb.GetResponse, 
 }
 
 func (s *Server) get(ctx context.Context, req *pb.GetRequest) (*encoded, error) {
-	p, err := s.synced(req.GetResource())
+	p, err := s.resource(req.GetResource())
 	if err != nil {
 		return nil, err
 	}
@@ -193,15 +174,16 @@ func (s *Server) get(ctx context.Context, req *pb.GetRequest) (*encoded, error) 
 		return nil, err
 	}
 	key := object.KeyOf(req.GetNamespace(), req.GetName())
-	o, ok := p.Indexer().Get(key)
+	o, ok := p.Cache().Get(key)
 	if !ok {
-		return nil, objectNotFound(req.GetResource(), key, p.Indexer().Stats().ResourceVersion)
+		return nil, objectNotFound(req.GetResource(), key, p.Cache().Stats().ResourceVersion)
 	}
 	return getResponse(o), nil
 }
 
-// synced finds a resource's pipeline and checks that its cache is usable.
-func (s *Server) synced(resource string) (*pipeline.Pipeline, error) {
+// resource finds a served resource by name and checks that its cache has
+// synced.
+func (s *Server) resource(resource string) (pipeline.Served, error) {
 	if resource == "" {
 		return nil, invalid("resource is required, e.g. \"pods\"; ListResources names the served ones")
 	}
@@ -209,20 +191,18 @@ func (s *Server) synced(resource string) (*pipeline.Pipeline, error) {
 	if !ok {
 		return nil, unknownResource(resource, s.served())
 	}
-	if st := p.Status(); !st.Cache.Synced {
-		return nil, notSynced(resource, st)
+	select {
+	case <-p.Cache().HasSynced():
+	default:
+		return nil, notSynced(resource, p.Status())
 	}
 	return p, nil
 }
 
 func (s *Server) served() string {
 	var names []string
-	for _, p := range s.caches.Pipelines() {
-		if n := p.Status().Resolved.CanonicalName(); p.Status().Resolved.GVR.Resource != "" {
-			names = append(names, n)
-		} else {
-			names = append(names, p.Name())
-		}
+	for _, p := range s.caches.Served() {
+		names = append(names, p.Name())
 	}
 	return strings.Join(names, ", ")
 }

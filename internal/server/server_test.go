@@ -72,7 +72,7 @@ resources:
 	set := f.set
 	pods, _ := set.Lookup("pods")
 	testenv.Eventually(t, time.Minute, "the pods cache to hold the 5 pods", func() bool {
-		return pods.Indexer().Stats().Objects == 5
+		return pods.Cache().Stats().Objects == 5
 	})
 	return f
 }

@@ -43,7 +43,7 @@ history:
 	if err != nil {
 		t.Fatal(err)
 	}
-	fast := watch(ctx, t, f, &pb.WatchRequest{Resource: "configmaps", ResourceVersion: rv})
+	fast := openWatch(ctx, t, f, &pb.WatchRequest{Resource: "configmaps", ResourceVersion: rv})
 
 	// 300 events of 16 KiB: more than the stalled streams' queues (100),
 	// the transport's buffers and the history (50) can hold.

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/watch"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/auth"
@@ -22,24 +23,33 @@ import (
 // anything sent before it gets a BOOKMARK with the latest resourceVersion.
 const idleBookmark = 30 * time.Second
 
-var eventTypes = map[fanout.Type]pb.EventType{
-	fanout.Added:    pb.EventType_EVENT_TYPE_ADDED,
-	fanout.Modified: pb.EventType_EVENT_TYPE_MODIFIED,
-	fanout.Deleted:  pb.EventType_EVENT_TYPE_DELETED,
-	fanout.Bookmark: pb.EventType_EVENT_TYPE_BOOKMARK,
+// wireType maps the core's event type to the wire's: the one place the two
+// meet.
+func wireType(t watch.EventType) pb.EventType {
+	switch t {
+	case watch.Added:
+		return pb.EventType_EVENT_TYPE_ADDED
+	case watch.Modified:
+		return pb.EventType_EVENT_TYPE_MODIFIED
+	case watch.Deleted:
+		return pb.EventType_EVENT_TYPE_DELETED
+	case watch.Bookmark:
+		return pb.EventType_EVENT_TYPE_BOOKMARK
+	}
+	return pb.EventType_EVENT_TYPE_UNSPECIFIED
 }
 
 // Watch implements CacheService. It sends encoded messages, which only the
 // codec of a server built by NewGRPC can send.
 func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer) (err error) {
 	ctx := stream.Context()
-	p, err := s.synced(req.GetResource())
+	p, err := s.resource(req.GetResource())
 	if err != nil {
 		return err
 	}
 	// Metric labels are the canonical names of served resources, never
 	// what a client sent.
-	resource := p.Resolved().CanonicalName()
+	resource := p.Name()
 	if n := s.watches.Add(1); n > int64(s.opts.MaxWatches) {
 		s.watches.Add(-1)
 		s.opts.Observer.StreamEnded(resource, metricsReasonLimit)
@@ -51,7 +61,7 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 	if err := s.authorize(ctx, attrs); err != nil {
 		return err
 	}
-	sel, err := selection(p.Indexer(), req.GetSelector())
+	sel, err := selection(p.Cache(), req.GetSelector())
 	if err != nil {
 		return err
 	}
@@ -61,15 +71,19 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 		SendInitialEvents: req.GetSendInitialEvents(),
 		AllowBookmarks:    req.GetAllowBookmarks(),
 		Coalesce:          req.GetSlowConsumerPolicy() == pb.SlowConsumerPolicy_SLOW_CONSUMER_POLICY_COALESCE,
+		QueueLength:       s.opts.WatchQueueLength,
 	}
 	if rv := opts.ResourceVersion; rv != "" {
 		// A client failing over from a replica that is further along waits
 		// here until this cache has caught up.
-		if err := s.waitFor(ctx, p.Indexer(), rv); err != nil {
+		if err := s.waitFor(ctx, p.Cache(), rv); err != nil {
 			return err
 		}
 	}
-	w, initial, at, err := s.hubs[p].Watch(opts)
+	if s.stopping.Err() != nil {
+		return s.watchStatus(errShutdown, opts.ResourceVersion)
+	}
+	w, initial, at, err := p.Hub().Watch(opts)
 	if err != nil {
 		if errors.Is(err, indexer.ErrTooOld) {
 			s.opts.Observer.StreamEnded(resource, metricsReasonTooOld)
@@ -102,63 +116,56 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 			return err
 		}
 	}
-	idle := idleWait{parent: wctx}
-	defer idle.stop()
+	// One timer for the stream's life: it fires when nothing has been sent
+	// for idleBookmark, and the stream then offers a BOOKMARK.
+	idle := time.NewTimer(idleBookmark)
+	defer idle.Stop()
 	for {
-		items, err := idle.next(w)
-		if ctx.Err() == nil && wctx.Err() != nil {
-			return toStatus(context.Cause(wctx))
+		if s.stopping.Err() != nil {
+			return s.watchStatus(errShutdown, w.SentResourceVersion())
 		}
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			if it, ok := w.Bookmark(); ok && opts.AllowBookmarks {
-				items, err = []fanout.Item{it}, nil
-			} else {
-				continue
-			}
-		}
+		items, err := w.Poll()
 		if err != nil {
 			return s.watchStatus(err, w.SentResourceVersion())
+		}
+		if len(items) == 0 {
+			select {
+			case <-w.Ready():
+				continue
+			case <-s.stopping.Done():
+				continue
+			case <-wctx.Done():
+				if lost := accessLost(wctx); lost != nil && ctx.Err() == nil {
+					return lost
+				}
+				return toStatus(ctx.Err()) // the client went away
+			case <-idle.C:
+				idle.Reset(idleBookmark)
+				it, ok := w.IdleBookmark()
+				if !ok {
+					continue
+				}
+				items = []fanout.Item{it}
+			}
 		}
 		if err := send(items); err != nil {
 			return err
 		}
+		idle.Reset(idleBookmark)
 	}
 }
 
-// idleWait waits for a watcher's items and ends a wait that lasts
-// idleBookmark with context.DeadlineExceeded, as a fresh context.WithTimeout
-// for each wait would. Its context (and timer) is made anew only when its
-// deadline passes, not for each wait, which is each event on a quiet
-// stream: a deadline passed early, as it was set before the latest waits
-// began, is moved to the current wait's end.
-type idleWait struct {
-	parent context.Context
-	ctx    context.Context // nil, or ends at or before the current wait's end
-	cancel context.CancelFunc
-}
-
-func (iw *idleWait) next(w *fanout.Watcher) ([]fanout.Item, error) {
-	due := time.Now().Add(idleBookmark)
-	for {
-		if iw.ctx == nil {
-			iw.ctx, iw.cancel = context.WithDeadline(iw.parent, due)
-		}
-		items, err := w.Next(iw.ctx)
-		if !errors.Is(err, context.DeadlineExceeded) || iw.parent.Err() != nil {
-			return items, err
-		}
-		iw.stop()
-		if !time.Now().Before(due) {
-			return nil, err
-		}
+// accessLost returns the status that ended ctx when the caller lost its
+// token or permission (recheckLoop's cause), else nil.
+func accessLost(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
 	}
-}
-
-func (iw *idleWait) stop() {
-	if iw.cancel != nil {
-		iw.cancel()
-		iw.ctx, iw.cancel = nil, nil
+	cause := context.Cause(ctx)
+	if _, isStatus := status.FromError(cause); isStatus {
+		return cause
 	}
+	return nil
 }
 
 // send sends items, but none after the caller's access was revoked (ctx's
@@ -167,10 +174,10 @@ func (iw *idleWait) stop() {
 // every stream it goes to; only a few bytes are encoded per stream.
 func (s *Server) send(ctx context.Context, stream pb.CacheService_WatchServer, observe func(time.Duration), items []fanout.Item) error {
 	for _, it := range items {
-		if _, revoked := status.FromError(context.Cause(ctx)); revoked && ctx.Err() != nil {
-			return context.Cause(ctx)
+		if lost := accessLost(ctx); lost != nil {
+			return lost
 		}
-		if err := stream.SendMsg(watchEvent(eventTypes[it.Type], it.Object, it.ResourceVersion)); err != nil {
+		if err := stream.SendMsg(watchEvent(wireType(it.Type), it.Object, it.ResourceVersion)); err != nil {
 			return err
 		}
 		if !it.Applied.IsZero() {

@@ -56,7 +56,7 @@ func (s *stream) lines() []string {
 	return append([]string(nil), s.events...)
 }
 
-func watch(ctx context.Context, t *testing.T, f *fixture, req *pb.WatchRequest) *stream {
+func openWatch(ctx context.Context, t *testing.T, f *fixture, req *pb.WatchRequest) *stream {
 	t.Helper()
 	ws, err := f.client.Watch(ctx, req)
 	if err != nil {
@@ -192,7 +192,7 @@ func TestWatchByIndexManyWatchers(t *testing.T) {
 		} else {
 			req.ResourceVersion = listRV
 		}
-		watchers = append(watchers, watcher{owner, initial, watch(ctx, t, f, req)})
+		watchers = append(watchers, watcher{owner, initial, openWatch(ctx, t, f, req)})
 	}
 
 	// Initial-events watchers have joined once their INITIAL_EVENTS_END is in.
@@ -243,7 +243,7 @@ func TestWatchResumeAndTooOld(t *testing.T) {
 	sel := &pb.Selector{Index: &pb.IndexSelector{Name: "owner", Values: []string{"a"}}}
 
 	ctx1, cancel1 := context.WithCancel(context.Background())
-	first := watch(ctx1, t, f, &pb.WatchRequest{Resource: "configmaps", Selector: sel, ResourceVersion: listRV})
+	first := openWatch(ctx1, t, f, &pb.WatchRequest{Resource: "configmaps", Selector: sel, ResourceVersion: listRV})
 	ops.create("x", "a")
 	ops.create("y", "a")
 	waitLen(t, first, 2)
@@ -256,14 +256,14 @@ func TestWatchResumeAndTooOld(t *testing.T) {
 	ops.update("x", "b", "")
 	ops.update("y", "a", "1")
 	ops.create("z", "a")
-	second := watch(context.Background(), t, f, &pb.WatchRequest{Resource: "configmaps", Selector: sel, ResourceVersion: lastRV})
+	second := openWatch(context.Background(), t, f, &pb.WatchRequest{Resource: "configmaps", Selector: sel, ResourceVersion: lastRV})
 	want := ops.expect["a"][2:]
 	waitLen(t, second, len(want))
 	if diff := cmp.Diff(want, second.lines()); diff != "" {
 		t.Errorf("resumed from %s (-want +got):\n%s", lastRV, diff)
 	}
 
-	tooOld := watch(context.Background(), t, f, &pb.WatchRequest{Resource: "configmaps", ResourceVersion: "1"})
+	tooOld := openWatch(context.Background(), t, f, &pb.WatchRequest{Resource: "configmaps", ResourceVersion: "1"})
 	<-tooOld.done
 	st := status.Convert(tooOld.err)
 	if st.Code() != codes.OutOfRange || reason(st) != server.ReasonTooOld {
@@ -279,7 +279,7 @@ func TestWatchEndsOnShutdown(t *testing.T) {
 	f := serve(t, ownerConfig(ns), server.Options{Observer: obs})
 	createNS(t, f, ns)
 	waitSyncedVia(t, f, "configmaps")
-	s := watch(context.Background(), t, f, &pb.WatchRequest{Resource: "configmaps", SendInitialEvents: true})
+	s := openWatch(context.Background(), t, f, &pb.WatchRequest{Resource: "configmaps", SendInitialEvents: true})
 	waitLen(t, s, 1)
 	if _, err := f.kube.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "one"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

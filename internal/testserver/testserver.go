@@ -121,7 +121,7 @@ func (s *Server) start(lis net.Listener) {
 
 	var hs *httptest.Server
 	if reg != nil {
-		reg.MustRegister(metrics.NewCollector(set, srv))
+		reg.MustRegister(metrics.NewCollector(set))
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 		mux.Handle("/healthz", health.Healthz())

@@ -58,7 +58,7 @@ func TestControllerRuntimeCache(t *testing.T) {
 		t.Errorf("cached configmap: data %v, %d managedFields; want v=1 and none (informerd strips them)", cm.Data, len(cm.ManagedFields))
 	}
 	p, _ := srv.Set().Lookup("configmaps")
-	if n := srv.CacheServer().WatchStats(p).Watchers; n != 1 {
+	if n := p.Hub().Stats().Watchers; n != 1 {
 		t.Errorf("informerd has %d watchers of configmaps, want the cache's one", n)
 	}
 
