@@ -10,23 +10,22 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/informerd/informerd/internal/config"
+	"github.com/informerd/informerd/internal/daemon"
 	"github.com/informerd/informerd/internal/preflight"
 )
 
-// validate implements --validate-config and returns the exit status.
-func validate(o options) int {
-	cfg, err := config.Load(o.validateConfig)
+// validate implements --validate-config for the config file at path and
+// the cluster of kubeconfig, and returns the exit status.
+func validate(path, kubeconfig string) int {
+	cfg, err := config.Load(path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	fmt.Printf("config %s: syntax ok, %d resources\n", o.validateConfig, len(cfg.Resources))
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	restConfig, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	fmt.Printf("config %s: syntax ok, %d resources\n", path, len(cfg.Resources))
+	restConfig, err := daemon.LoadKubeconfig(kubeconfig)
 	if err != nil {
 		fmt.Printf("no cluster checked (no kubeconfig: %v)\n", err)
 		return 0

@@ -1,35 +1,31 @@
-// Package testserver runs informerd in the test process — the caches of a
-// config, the gRPC CacheService on a loopback TCP port, and optionally
-// /metrics and /readyz — for tests of clients. A test can stop it and start
-// it again on the same address, as a restarted informerd would be.
+// Package testserver runs informerd in the test process — built and stopped
+// by the daemon package as the informerd binary is, with the gRPC
+// CacheService on a loopback TCP port and /metrics and /readyz on another —
+// for tests of clients. A test can stop it and start it again on the same
+// address, as a restarted informerd would be.
 package testserver
 
 import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc/credentials"
 	"k8s.io/client-go/rest"
 
 	"github.com/informerd/informerd/internal/config"
-	"github.com/informerd/informerd/internal/health"
-	"github.com/informerd/informerd/internal/metrics"
+	"github.com/informerd/informerd/internal/daemon"
 	"github.com/informerd/informerd/internal/pipeline"
 	"github.com/informerd/informerd/internal/server"
 )
 
-// Options tune Start. The zero value serves gRPC only.
+// Options tune Start. The zero value serves plaintext gRPC to everyone,
+// with no per-identity limits.
 type Options struct {
-	// Metrics also serves /metrics, /healthz and /readyz on a loopback
-	// HTTP port (MetricsURL).
+	// Metrics sets MetricsURL, where informerd serves /metrics, /healthz
+	// and /readyz on loopback.
 	Metrics bool
 	// Server are the CacheService options.
 	Server server.Options
@@ -46,14 +42,12 @@ type Server struct {
 	// Options.Metrics is set; it changes on Restart.
 	MetricsURL string
 
-	t    testing.TB
-	rest *rest.Config
-	cfg  *config.Config
-	opts Options
+	t       testing.TB
+	opts    daemon.Options
+	metrics bool
 
 	mu      sync.Mutex
-	set     *pipeline.Set
-	srv     *server.Server
+	d       *daemon.Daemon
 	stopped bool
 	stop    func()
 }
@@ -66,13 +60,15 @@ func Start(t testing.TB, restConfig *rest.Config, yaml string, opts Options) *Se
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{t: t, rest: restConfig, cfg: c, opts: opts, stopped: true}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Addr = lis.Addr().String()
-	s.start(lis)
+	o := daemon.NewOptions()
+	o.RestConfig, o.Config, o.Creds = restConfig, c, opts.Creds
+	o.Server = &opts.Server
+	o.GRPCAddress, o.MetricsAddress = "127.0.0.1:0", "127.0.0.1:0"
+	s := &Server{t: t, opts: o, metrics: opts.Metrics, stopped: true}
+	s.start()
+	s.Addr = s.d.GRPCAddr()
+	// Later starts listen on the same gRPC address.
+	s.opts.GRPCAddress = s.Addr
 	t.Cleanup(s.Stop)
 	return s
 }
@@ -81,76 +77,43 @@ func Start(t testing.TB, restConfig *rest.Config, yaml string, opts Options) *Se
 func (s *Server) Set() *pipeline.Set {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.set
+	return s.d.Caches()
 }
 
 // CacheServer returns the CacheService of the running informerd.
 func (s *Server) CacheServer() *server.Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.srv
+	return s.d.CacheServer()
 }
 
-func (s *Server) start(lis net.Listener) {
-	t := s.t
-	// With metrics, the instruments are wired as informerd wires them.
-	var reg *prometheus.Registry
-	var popts []pipeline.Option
-	sopts := s.opts.Server
-	if s.opts.Metrics {
-		reg = prometheus.NewRegistry()
-		m := metrics.New(reg)
-		popts = append(popts, pipeline.WithIngestObserver(m))
-		sopts.Observer = m
-	}
-	set, err := pipeline.NewSet(s.cfg, s.rest, slog.New(slog.NewTextHandler(io.Discard, nil)), popts...)
+func (s *Server) start() {
+	s.t.Helper()
+	d, err := daemon.New(s.opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
-		lis.Close()
-		t.Fatal(err)
+		s.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := set.Run(ctx); err != nil {
-			t.Errorf("caches: %v", err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := d.Run(ctx); err != nil {
+			s.t.Errorf("informerd: %v", err)
 		}
-	})
-	srv := server.New(set, sopts)
-	gs := srv.NewGRPC(server.GRPCOptions{Creds: s.opts.Creds})
-	wg.Go(func() { _ = gs.Serve(lis) })
-
-	var hs *httptest.Server
-	if reg != nil {
-		reg.MustRegister(metrics.NewCollector(set))
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		mux.Handle("/healthz", health.Healthz())
-		mux.Handle("/readyz", health.Readyz(set))
-		hs = httptest.NewServer(mux)
-	}
+	}()
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.set, s.srv, s.stopped = set, srv, false
-	if hs != nil {
-		s.MetricsURL = hs.URL
+	s.d, s.stopped = d, false
+	if s.metrics {
+		s.MetricsURL = d.MetricsURL()
 	}
-	// Stop in informerd's order: end the watch streams with a status,
-	// close the connections, then stop the caches.
-	s.stop = func() {
-		if hs != nil {
-			hs.Close()
-		}
-		srv.Stop()
-		gs.Stop()
-		cancel()
-		wg.Wait()
-	}
+	s.stop = func() { cancel(); <-done }
 }
 
-// Stop stops informerd as SIGTERM would: every Watch stream ends with
-// UNAVAILABLE (SHUTTING_DOWN), connections close, the caches stop. It is
-// idempotent.
+// Stop stops informerd as SIGTERM would: gRPC health NOT_SERVING, every
+// Watch stream ends with UNAVAILABLE (SHUTTING_DOWN), calls finish and
+// connections close, the caches stop last. It is idempotent.
 func (s *Server) Stop() {
 	s.mu.Lock()
 	stop, stopped := s.stop, s.stopped
@@ -172,9 +135,5 @@ func (s *Server) Restart() {
 // StartAgain starts a stopped informerd again on the same gRPC address.
 func (s *Server) StartAgain() {
 	s.t.Helper()
-	lis, err := net.Listen("tcp", s.Addr)
-	if err != nil {
-		s.t.Fatalf("listen again on %s: %v", s.Addr, err)
-	}
-	s.start(lis)
+	s.start()
 }

@@ -12,6 +12,10 @@ import (
 
 const unixPrefix = "unix://"
 
+// DefaultSocketMode is the file mode of a Unix socket whose Socket.Mode is
+// zero, and the default of --unix-socket-mode.
+const DefaultSocketMode os.FileMode = 0o660
+
 // Unix says whether addr names a Unix socket (unix:///path).
 func Unix(addr string) bool { return strings.HasPrefix(addr, unixPrefix) }
 
@@ -30,7 +34,8 @@ func Loopback(addr string) bool {
 
 // Socket sets the file mode and owner of a Unix socket.
 type Socket struct {
-	// Mode is the socket file's permission bits, e.g. 0o660.
+	// Mode is the socket file's permission bits, e.g. 0o660; zero means
+	// DefaultSocketMode.
 	Mode os.FileMode
 	// Owner is "uid", "uid:gid" or ":gid" (numbers); empty keeps the
 	// process's own.
@@ -71,7 +76,7 @@ func Listen(flag, addr string, sock Socket) (net.Listener, error) {
 	}
 	mode := sock.Mode
 	if mode == 0 {
-		mode = 0o660
+		mode = DefaultSocketMode
 	}
 	if err := os.Chmod(path, mode); err != nil {
 		l.Close()

@@ -1,12 +1,9 @@
-package main
+package daemon_test
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -17,6 +14,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/informerd/informerd/internal/daemon"
 	"github.com/informerd/informerd/internal/testenv"
 )
 
@@ -59,29 +57,18 @@ contexts: [{name: proxy, context: {cluster: proxy, user: none}}]
 users: [{name: none, user: {}}]
 current-context: proxy
 `, srv.URL, base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))))
-			o := options{
-				configPath:      testenv.WriteFile(t, dir, "config.yaml", []byte("resources:\n  - resource: configmaps\n")),
-				kubeconfig:      kubeconfig,
-				grpcAddress:     freeAddr(t),
-				metricsAddress:  freeAddr(t),
-				shutdownTimeout: 5 * time.Second,
-				authMode:        "none",
-				maxWatches:      10,
-				maxStreamsConn:  10,
-				maxRecvMsgBytes: 1 << 20,
-				maxPageSize:     100,
-				apiCompression:  compression,
-			}
-			ctx, stop := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- run1(ctx, o, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+			o := daemon.NewOptions()
+			o.ConfigPath = testenv.WriteFile(t, dir, "config.yaml", []byte("resources:\n  - resource: configmaps\n"))
+			o.Kubeconfig = kubeconfig
+			o.GRPCAddress, o.MetricsAddress = "127.0.0.1:0", "127.0.0.1:0"
+			o.APIServerCompression = compression
+			_, stop := start(t, o)
 			testenv.Eventually(t, time.Minute, "informerd to open its configmaps watch through the proxy", func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				return len(watches) > 0
 			})
-			stop()
-			if err := <-done; err != nil {
+			if err := stop(); err != nil {
 				t.Errorf("informerd stopped with %v", err)
 			}
 			mu.Lock()

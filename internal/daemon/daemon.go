@@ -1,0 +1,219 @@
+// Package daemon builds informerd from its Options and runs it: the caches
+// of the configured resources, the gRPC CacheService with health and
+// reflection, and the HTTP server of /metrics, /healthz and /readyz. As in
+// Kubernetes components and Prometheus, main only parses flags into
+// Options and calls New and Run; tests run informerd the same way, with a
+// rest.Config and a parsed configuration of their own.
+//
+//	o := daemon.NewOptions()
+//	o.AddFlags(flag.CommandLine)
+//	flag.Parse()
+//	d, err := daemon.New(o, log) // builds and listens; starts nothing
+//	err = d.Run(ctx)             // serves until ctx ends, then stops in order
+package daemon
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	grpchealth "google.golang.org/grpc/health"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/informerd/informerd/internal/metrics"
+	"github.com/informerd/informerd/internal/pipeline"
+	"github.com/informerd/informerd/internal/server"
+	"github.com/informerd/informerd/internal/transport"
+)
+
+// Daemon is a built informerd, listening. Run is called once, and
+// InstallClientGoMetrics, if at all, before it; the accessors may be called
+// concurrently, before, during and after Run.
+type Daemon struct {
+	log             *slog.Logger
+	authMode        string
+	shutdownTimeout time.Duration
+	reg             *prometheus.Registry
+	clientGo        *metrics.ClientGo
+
+	caches    *pipeline.Set
+	cacheSrv  *server.Server
+	grpcSrv   *grpc.Server
+	healthSrv *grpchealth.Server
+	httpSrv   *http.Server
+	// certs are the reloading TLS files of the listeners; Run watches them.
+	certs []*transport.TLS
+
+	grpcLis, metricsLis net.Listener
+	grpcTLS             bool
+	metricsScheme       string
+}
+
+// New builds informerd: it validates o, checks that the API server answers,
+// builds every part and opens both listeners. It starts no goroutine; Run
+// serves, and must be called to release the listeners.
+func New(o Options, log *slog.Logger) (*Daemon, error) {
+	cfg, err := o.config()
+	if err != nil {
+		return nil, err
+	}
+	warning, err := o.validate(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if warning != "" {
+		log.Warn(warning)
+	}
+	restConfig, err := o.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkAPIServer(restConfig, log, len(cfg.Resources)); err != nil {
+		return nil, err
+	}
+	d := &Daemon{log: log, authMode: o.AuthMode, shutdownTimeout: o.ShutdownTimeout, reg: newRegistry()}
+	creds, metricsTLS, err := d.loadTLS(o)
+	if err != nil {
+		return nil, err
+	}
+	d.grpcTLS = creds != nil
+	if err := d.wire(o, cfg, restConfig, creds); err != nil {
+		return nil, err
+	}
+	if err := d.listen(o, metricsTLS); err != nil {
+		return nil, err
+	}
+	d.httpSrv = &http.Server{Handler: d.httpHandler(o.Profiling), ReadHeaderTimeout: 10 * time.Second}
+	return d, nil
+}
+
+// LoadKubeconfig loads the cluster's client configuration as kubectl does:
+// from path, else $KUBECONFIG, else the in-cluster config.
+func LoadKubeconfig(path string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+}
+
+// restConfig returns a copy of the injected rest.Config, or loads
+// Kubeconfig, set up as informerd talks to the API server.
+func (o Options) restConfig() (*rest.Config, error) {
+	var c *rest.Config
+	if o.RestConfig != nil {
+		c = rest.CopyConfig(o.RestConfig)
+	} else {
+		var err error
+		if c, err = LoadKubeconfig(o.Kubeconfig); err != nil {
+			return nil, fmt.Errorf("load kubeconfig: %w (set --kubeconfig or $KUBECONFIG, or run in a pod)", err)
+		}
+	}
+	c.UserAgent = "informerd"
+	// Go's transport asks for gzip unless told not to. kube-apiserver then
+	// compresses large lists and whole watch-list streams, each event on
+	// its own flush, and informerd spends more CPU decompressing a watch
+	// than framing it. Next to the API server (in the cluster) bandwidth is
+	// cheap and CPU is not.
+	c.DisableCompression = !o.APIServerCompression
+	return c, nil
+}
+
+// checkAPIServer fails when the API server does not answer, so a wrong
+// kubeconfig stops informerd at start with the address it tried.
+func checkAPIServer(c *rest.Config, log *slog.Logger, resources int) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return fmt.Errorf("discovery client: %w", err)
+	}
+	version, err := dc.ServerVersion()
+	if err != nil {
+		return fmt.Errorf("reach API server at %s: %w", c.Host, err)
+	}
+	log.Info("connected to API server", "host", c.Host, "version", version.GitVersion, "resources", resources)
+	return nil
+}
+
+// newRegistry returns a registry with the Go runtime's and the process's
+// collectors.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(
+		// The heap live after the last GC: what the cache really holds.
+		collectors.WithGoCollectorRuntimeMetrics(collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)}),
+	), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// loadTLS loads the certificate files of both listeners; Run reloads them.
+// It returns the gRPC listener's credentials (the injected ones, if any)
+// and the metrics listener's TLS, nil for plaintext.
+func (d *Daemon) loadTLS(o Options) (credentials.TransportCredentials, *transport.TLS, error) {
+	creds := o.Creds
+	if creds == nil && o.TLS.Enabled() {
+		t, err := transport.NewTLS("grpc", o.TLS)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--tls-cert-file/--tls-key-file/--tls-client-ca-file: %w", err)
+		}
+		d.certs = append(d.certs, t)
+		creds = credentials.NewTLS(t.Config())
+	}
+	if !o.MetricsTLS.Enabled() {
+		return creds, nil, nil
+	}
+	t, err := transport.NewTLS("metrics", o.MetricsTLS)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--metrics-tls-cert-file/--metrics-tls-key-file: %w", err)
+	}
+	d.certs = append(d.certs, t)
+	return creds, t, nil
+}
+
+// listen opens the gRPC and the metrics listeners.
+func (d *Daemon) listen(o Options, metricsTLS *transport.TLS) error {
+	var err error
+	sock := transport.Socket{Mode: os.FileMode(o.UnixSocketMode), Owner: o.UnixSocketOwner}
+	if d.grpcLis, err = transport.Listen("--grpc-address", o.GRPCAddress, sock); err != nil {
+		return err
+	}
+	if d.metricsLis, err = transport.Listen("--metrics-address", o.MetricsAddress, transport.Socket{}); err != nil {
+		d.grpcLis.Close()
+		return err
+	}
+	d.metricsScheme = "http"
+	if metricsTLS != nil {
+		d.metricsLis, d.metricsScheme = tls.NewListener(d.metricsLis, metricsTLS.Config()), "https"
+	}
+	return nil
+}
+
+// InstallClientGoMetrics makes client-go report informerd's requests to the
+// API server to this daemon's /metrics. client-go keeps one set of hooks
+// per process, read without a lock: main calls it; tests, which run several
+// daemons in one process, do not.
+func (d *Daemon) InstallClientGoMetrics() { d.clientGo.Install() }
+
+// GRPCAddr is the address the gRPC server listens on: host:port, or a Unix
+// socket's path.
+func (d *Daemon) GRPCAddr() string { return d.grpcLis.Addr().String() }
+
+// MetricsURL is http://host:port (https with TLS) of /metrics, /healthz and
+// /readyz.
+func (d *Daemon) MetricsURL() string {
+	return d.metricsScheme + "://" + d.metricsLis.Addr().String()
+}
+
+// Caches returns the pipelines of the configured resources.
+func (d *Daemon) Caches() *pipeline.Set { return d.caches }
+
+// CacheServer returns the CacheService.
+func (d *Daemon) CacheServer() *server.Server { return d.cacheSrv }

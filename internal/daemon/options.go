@@ -1,0 +1,236 @@
+package daemon
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/credentials"
+	"k8s.io/client-go/rest"
+
+	"github.com/informerd/informerd/internal/auth"
+	"github.com/informerd/informerd/internal/config"
+	"github.com/informerd/informerd/internal/limits"
+	"github.com/informerd/informerd/internal/server"
+	"github.com/informerd/informerd/internal/transport"
+)
+
+// Defaults of the flags no other package owns. The others come from the
+// package that uses the value: server, limits, auth, transport.
+const (
+	DefaultGRPCAddress     = "127.0.0.1:50051"
+	DefaultMetricsAddress  = "127.0.0.1:9402"
+	DefaultLogFormat       = "text"
+	DefaultLogLevel        = "info"
+	DefaultShutdownTimeout = 10 * time.Second
+)
+
+// Options are informerd's settings: a field for each flag, and a few parts
+// that a test or a program embedding informerd passes in place of the flags
+// that name them. NewOptions returns the defaults.
+type Options struct {
+	// ConfigPath is the YAML configuration (--config).
+	ConfigPath string
+	// Kubeconfig names the cluster (--kubeconfig); empty means
+	// $KUBECONFIG, then the in-cluster config.
+	Kubeconfig string
+	// GRPCAddress and MetricsAddress are where informerd listens
+	// (--grpc-address, --metrics-address). Port 0 picks a free port;
+	// Daemon.GRPCAddr and Daemon.MetricsURL tell which.
+	GRPCAddress, MetricsAddress string
+	// LogFormat and LogLevel shape the log (--log-format, --log-level); the
+	// caller of New builds the logger from them.
+	LogFormat, LogLevel string
+	// ShutdownTimeout bounds how long Run waits for open calls once it is
+	// stopped (--shutdown-timeout).
+	ShutdownTimeout time.Duration
+	// ValidateConfig, when set, asks main to check this file and exit
+	// (--validate-config); New ignores it.
+	ValidateConfig string
+	// APIServerCompression asks the API server for gzip-compressed
+	// responses (--api-server-compression).
+	APIServerCompression bool
+	// Profiling serves pprof on the metrics address (--enable-profiling).
+	Profiling bool
+
+	// TLS and MetricsTLS are the PEM files of the gRPC and the metrics
+	// listeners (--tls-*, --metrics-tls-*).
+	TLS, MetricsTLS transport.TLSFiles
+	// UnixSocketMode and UnixSocketOwner shape a unix:// GRPCAddress
+	// (--unix-socket-mode, --unix-socket-owner).
+	UnixSocketMode  uint
+	UnixSocketOwner string
+	// AllowPlaintext permits plaintext gRPC on a non-loopback address
+	// (--insecure-allow-plaintext).
+	AllowPlaintext bool
+
+	// AuthMode is auth.ModeNone, ModeKubernetes or ModeMTLS (--auth-mode).
+	AuthMode string
+	// TokenAudiences is comma-separated (--auth-token-audiences).
+	TokenAudiences string
+	// The TTLs of the review caches of --auth-mode=kubernetes.
+	AuthenticationCacheTTL, AuthorizationCacheTTL, AuthorizationDeniedCacheTTL time.Duration
+	// RecheckInterval is how often an open Watch re-checks its caller
+	// (--auth-recheck-interval).
+	RecheckInterval time.Duration
+
+	// MaxWatches bounds the Watch streams over all clients (--max-watches).
+	MaxWatches int
+	// Limits are the per-identity limits (--max-watches-per-identity,
+	// --watch-rate, ...). Their Waited hook is set by New.
+	Limits limits.Options
+	// MaxStreamsPerConnection, MaxRequestBytes, MaxPageSize, KeepaliveTime
+	// and KeepaliveTimeout are the flags of the same names.
+	MaxStreamsPerConnection         uint
+	MaxRequestBytes                 int
+	MaxPageSize                     int
+	KeepaliveTime, KeepaliveTimeout time.Duration
+
+	// Config, when set, is used instead of loading ConfigPath.
+	Config *config.Config
+	// RestConfig, when set, is used instead of loading Kubeconfig. New
+	// works on a copy.
+	RestConfig *rest.Config
+	// Creds, when set, secure the gRPC listener instead of the TLS files.
+	Creds credentials.TransportCredentials
+	// Server, when set, are the CacheService options instead of those the
+	// flags build (auth mode, limits, --max-watches, --max-page-size,
+	// --auth-recheck-interval); a nil Observer is given informerd's
+	// metrics.
+	Server *server.Options
+}
+
+// NewOptions returns informerd's defaults, each taken from the package that
+// owns it.
+func NewOptions() Options {
+	return Options{
+		GRPCAddress:                 DefaultGRPCAddress,
+		MetricsAddress:              DefaultMetricsAddress,
+		LogFormat:                   DefaultLogFormat,
+		LogLevel:                    DefaultLogLevel,
+		ShutdownTimeout:             DefaultShutdownTimeout,
+		UnixSocketMode:              uint(transport.DefaultSocketMode),
+		AuthMode:                    auth.ModeNone,
+		TokenAudiences:              auth.DefaultAudience,
+		AuthenticationCacheTTL:      auth.DefaultCacheTTL,
+		AuthorizationCacheTTL:       auth.DefaultCacheTTL,
+		AuthorizationDeniedCacheTTL: auth.DefaultCacheTTL,
+		RecheckInterval:             server.DefaultRecheckInterval,
+		MaxWatches:                  server.DefaultMaxWatches,
+		Limits: limits.Options{
+			MaxWatchesPerIdentity: limits.DefaultMaxWatchesPerIdentity,
+			WatchRate:             limits.DefaultWatchRate,
+			WatchBurst:            limits.DefaultWatchBurst,
+			ListRate:              limits.DefaultListRate,
+			ListBurst:             limits.DefaultListBurst,
+			MaxQueueWait:          limits.DefaultMaxQueueWait,
+			MaxQueuedPerIdentity:  limits.DefaultMaxQueuedPerIdentity,
+			MaxQueued:             limits.DefaultMaxQueued,
+			MaxIdentities:         limits.DefaultMaxIdentities,
+		},
+		MaxStreamsPerConnection: server.DefaultMaxStreamsPerConnection,
+		MaxRequestBytes:         server.DefaultMaxRequestBytes,
+		MaxPageSize:             server.DefaultMaxPageSize,
+		KeepaliveTime:           server.DefaultKeepaliveTime,
+		KeepaliveTimeout:        server.DefaultKeepaliveTimeout,
+	}
+}
+
+// AddFlags registers every flag of informerd on fs, each with o's current
+// value as its default: call it on NewOptions().
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.ConfigPath, "config", o.ConfigPath, "path to the YAML configuration (required); see docs/configuration.md")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig file; default: $KUBECONFIG, then in-cluster config")
+	fs.StringVar(&o.GRPCAddress, "grpc-address", o.GRPCAddress, "gRPC listen address: host:port or unix:///path")
+	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "HTTP address for /metrics, /healthz and /readyz")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "log format: text or json")
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: debug, info, warn or error")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "how long graceful shutdown may take before streams are cut")
+	fs.StringVar(&o.ValidateConfig, "validate-config", o.ValidateConfig, "check this config file and exit: syntax, and with a reachable cluster (--kubeconfig, $KUBECONFIG or in-cluster) that each resource exists and may be listed and watched; exit status 1 on any problem")
+
+	fs.BoolVar(&o.APIServerCompression, "api-server-compression", o.APIServerCompression, "ask the API server to gzip its responses: less traffic on a slow link to it, more CPU on both sides (it compresses each watch event on its own)")
+	fs.BoolVar(&o.Profiling, "enable-profiling", o.Profiling, "serve Go's pprof profiles at /debug/pprof/ on --metrics-address")
+	o.addTransportFlags(fs)
+	o.addAuthFlags(fs)
+	o.addLimitFlags(fs)
+}
+
+func (o *Options) addTransportFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.TLS.CertFile, "tls-cert-file", o.TLS.CertFile, "serve gRPC over TLS with this PEM certificate (chain); reloaded when the file changes")
+	fs.StringVar(&o.TLS.KeyFile, "tls-key-file", o.TLS.KeyFile, "the PEM private key of --tls-cert-file")
+	fs.StringVar(&o.TLS.ClientCAFile, "tls-client-ca-file", o.TLS.ClientCAFile, "require gRPC clients to present certificates signed by a CA in this PEM bundle (mutual TLS); reloaded when it changes")
+	fs.StringVar(&o.MetricsTLS.CertFile, "metrics-tls-cert-file", o.MetricsTLS.CertFile, "serve /metrics, /healthz and /readyz over TLS with this PEM certificate")
+	fs.StringVar(&o.MetricsTLS.KeyFile, "metrics-tls-key-file", o.MetricsTLS.KeyFile, "the PEM private key of --metrics-tls-cert-file")
+	fs.UintVar(&o.UnixSocketMode, "unix-socket-mode", o.UnixSocketMode, "file mode of a unix:// --grpc-address socket")
+	fs.StringVar(&o.UnixSocketOwner, "unix-socket-owner", o.UnixSocketOwner, "owner of a unix:// --grpc-address socket: uid, uid:gid or :gid (numeric)")
+	fs.BoolVar(&o.AllowPlaintext, "insecure-allow-plaintext", o.AllowPlaintext, "allow plaintext gRPC on a non-loopback TCP address (tokens and objects travel in the clear)")
+}
+
+func (o *Options) addAuthFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.AuthMode, "auth-mode", o.AuthMode, "who may read what: none (Unix socket or loopback only), kubernetes (bearer token, TokenReview + SubjectAccessReview) or mtls (client certificates mapped by mtlsClients in the config)")
+	fs.StringVar(&o.TokenAudiences, "auth-token-audiences", o.TokenAudiences, "comma-separated audiences a bearer token must be issued for (--auth-mode=kubernetes)")
+	fs.DurationVar(&o.AuthenticationCacheTTL, "authentication-cache-ttl", o.AuthenticationCacheTTL, "how long a TokenReview result is reused")
+	fs.DurationVar(&o.AuthorizationCacheTTL, "authorization-cache-ttl", o.AuthorizationCacheTTL, "how long an allowed SubjectAccessReview is reused; a revoked permission ends open watches within it plus --auth-recheck-interval")
+	fs.DurationVar(&o.AuthorizationDeniedCacheTTL, "authorization-denied-cache-ttl", o.AuthorizationDeniedCacheTTL, "how long a denied SubjectAccessReview is reused")
+	fs.DurationVar(&o.RecheckInterval, "auth-recheck-interval", o.RecheckInterval, "how often an open Watch re-checks its caller's token and permission (answered from the caches above)")
+}
+
+func (o *Options) addLimitFlags(fs *flag.FlagSet) {
+	l := &o.Limits
+	fs.IntVar(&o.MaxWatches, "max-watches", o.MaxWatches, "most Watch streams open at once, over all clients")
+	fs.IntVar(&l.MaxWatchesPerIdentity, limits.MaxWatchesPerIdentity, l.MaxWatchesPerIdentity, "most Watch streams one client identity may have open (with --auth-mode none, each connection is an identity)")
+	fs.Float64Var(&l.WatchRate, limits.WatchRate, l.WatchRate, "new Watch calls per second one client identity may start (token bucket); calls past it wait their turn (--max-queue-wait)")
+	fs.IntVar(&l.WatchBurst, limits.WatchBurst, l.WatchBurst, "new Watch calls one client identity may start at once")
+	fs.Float64Var(&l.ListRate, limits.ListRate, l.ListRate, "new List calls (first pages) per second one client identity may start (token bucket); calls past it wait their turn (--max-queue-wait)")
+	fs.IntVar(&l.ListBurst, limits.ListBurst, l.ListBurst, "new List calls one client identity may start at once")
+	fs.DurationVar(&l.MaxQueueWait, limits.MaxQueueWait, l.MaxQueueWait, "longest a Watch or List call past its identity's rate waits for its turn; one whose turn is further off, or after its deadline, is refused at once with RESOURCE_EXHAUSTED and the delay as RetryInfo")
+	fs.IntVar(&l.MaxQueuedPerIdentity, limits.MaxQueuedPerIdentity, l.MaxQueuedPerIdentity, "most calls of one client identity waiting for their turn at once")
+	fs.IntVar(&l.MaxQueued, limits.MaxQueued, l.MaxQueued, "most calls waiting for their turn at once, over all clients")
+	fs.IntVar(&l.MaxIdentities, limits.MaxIdentities, l.MaxIdentities, "most client identities tracked for the per-identity limits")
+	fs.UintVar(&o.MaxStreamsPerConnection, "max-streams-per-connection", o.MaxStreamsPerConnection, "most concurrent gRPC streams on one client connection")
+	fs.IntVar(&o.MaxRequestBytes, "max-request-bytes", o.MaxRequestBytes, "largest request message accepted")
+	fs.IntVar(&o.MaxPageSize, "max-page-size", o.MaxPageSize, "most objects in one List page (a larger limit is clamped)")
+	fs.DurationVar(&o.KeepaliveTime, "keepalive-time", o.KeepaliveTime, "ping a client connection idle this long, to find clients that vanished without closing")
+	fs.DurationVar(&o.KeepaliveTimeout, "keepalive-timeout", o.KeepaliveTimeout, "close a connection whose ping is not answered within this, ending its streams")
+}
+
+// Validate runs the checks that need no cluster: a configuration is given
+// and valid, the listener is not exposed insecurely (an error wrapping
+// transport.ErrInsecure says which flags fix it), and --auth-mode=mtls has
+// clients to admit. New runs them too.
+func (o Options) Validate() error {
+	cfg, err := o.config()
+	if err != nil {
+		return err
+	}
+	_, err = o.validate(cfg)
+	return err
+}
+
+// config returns the injected configuration or loads ConfigPath.
+func (o Options) config() (*config.Config, error) {
+	if o.Config != nil {
+		return o.Config, nil
+	}
+	if o.ConfigPath == "" {
+		return nil, errors.New("--config is required: a YAML file listing the resources to cache (see deploy/config.example.yaml)")
+	}
+	return config.Load(o.ConfigPath)
+}
+
+// validate checks o against cfg. It returns a warning to log loudly when
+// plaintext is allowed on a non-loopback address.
+func (o Options) validate(cfg *config.Config) (warning string, err error) {
+	warning, err = transport.Security{
+		Address: o.GRPCAddress, TLS: o.TLS.CertFile != "" || o.Creds != nil, ClientCA: o.TLS.ClientCAFile != "",
+		AuthMode: o.AuthMode, AllowPlaintext: o.AllowPlaintext,
+	}.Check()
+	if err != nil {
+		return "", err
+	}
+	if o.AuthMode == auth.ModeMTLS && len(cfg.MTLSClients) == 0 {
+		return "", fmt.Errorf("--auth-mode=mtls: config %s has no mtlsClients, so every client would be refused; map certificate identities to resources there (docs/configuration.md)", o.ConfigPath)
+	}
+	return warning, nil
+}

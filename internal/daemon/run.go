@@ -1,0 +1,67 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/oklog/run"
+
+	"github.com/informerd/informerd/internal/health"
+)
+
+// Run serves until ctx ends or a part fails, then stops in order: gRPC
+// health NOT_SERVING, every Watch stream ended with a status that says where
+// to resume, unary calls given ShutdownTimeout to finish, the metrics
+// server, and the caches last, so nothing is served from a cache that has
+// stopped following the API server. It returns the error of the part that
+// failed first, nil when ctx ended, and only once every goroutine it started
+// has exited.
+func (d *Daemon) Run(ctx context.Context) error {
+	d.log.Info("informerd is listening", "grpc", d.GRPCAddr(), "tls", d.grpcTLS, "auth", d.authMode,
+		"metrics", d.MetricsURL()+"/metrics")
+	var g run.Group
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
+	for _, t := range d.certs {
+		g.Add(func() error { return t.Run(ctx) }, func(error) { cancel() })
+	}
+	g.Add(func() error { return health.SyncGRPC(ctx, d.caches, d.healthSrv, d.log) }, func(error) { cancel() })
+	// run.Group interrupts the parts in the order they were added: health
+	// and gRPC first, then metrics, then the caches.
+	g.Add(func() error { return d.grpcSrv.Serve(d.grpcLis) }, func(error) { d.stopGRPC() })
+	g.Add(func() error {
+		if err := d.httpSrv.Serve(d.metricsLis); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}, func(error) {
+		sctx, scancel := context.WithTimeout(context.Background(), d.shutdownTimeout)
+		defer scancel()
+		_ = d.httpSrv.Shutdown(sctx)
+	})
+	cacheCtx, stopCaches := context.WithCancel(context.Background())
+	defer stopCaches()
+	g.Add(func() error { return d.caches.Run(cacheCtx) }, func(error) { stopCaches() })
+	err := g.Run()
+	d.log.Info("informerd stopped")
+	return err
+}
+
+// stopGRPC reports NOT_SERVING, ends the watch streams with a status that
+// says where to resume, then lets unary calls finish within the shutdown
+// timeout and cuts them after it.
+func (d *Daemon) stopGRPC() {
+	d.healthSrv.Shutdown()
+	d.cacheSrv.Stop()
+	stopped := make(chan struct{})
+	go func() { d.grpcSrv.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(d.shutdownTimeout):
+		d.grpcSrv.Stop()
+		<-stopped
+	}
+}
