@@ -28,6 +28,9 @@ type Selection struct {
 	// object must have one of Values in it.
 	Index  int
 	Values []string
+	// Fields, when not nil, must return true: the rest of a field
+	// selector that the parts above do not express.
+	Fields func(*object.Object) bool
 }
 
 // Matches reports whether o is selected.
@@ -45,14 +48,11 @@ func (s *Selection) Matches(o *object.Object) bool {
 		if s.Index >= len(o.Values) {
 			return false
 		}
-		for _, v := range o.Values[s.Index] {
-			if slices.Contains(s.Values, v) {
-				return true
-			}
+		if !slices.ContainsFunc(o.Values[s.Index], func(v string) bool { return slices.Contains(s.Values, v) }) {
+			return false
 		}
-		return false
 	}
-	return true
+	return s.Fields == nil || s.Fields(o)
 }
 
 // Item is one thing to send to a watcher.

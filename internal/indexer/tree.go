@@ -46,6 +46,15 @@ func (v View) Len() int {
 	return v.t.Len()
 }
 
+// Get returns the object with key, if the view holds it.
+func (v View) Get(key string) (*object.Object, bool) {
+	if v.t == nil {
+		return nil, false
+	}
+	e, ok := v.t.Get(entry{key: key})
+	return e.o, ok
+}
+
 // Page returns up to limit objects, in key order, with keys after after
 // (all when empty) that start with prefix and for which match returns true
 // (all when nil), and whether any other object after them would match. It

@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,6 +79,10 @@ type Served interface {
 	Cache() *indexer.Indexer
 	// Hub fans the cache's events out to watchers.
 	Hub() *fanout.Hub
+	// IndexFields maps the object field each plain-path JSONPath index
+	// reads ("spec.nodeName" for "{.spec.nodeName}") to that index's name,
+	// for field selectors.
+	IndexFields() map[string]string
 }
 
 var _ Served = (*Pipeline)(nil)
@@ -176,6 +182,38 @@ func (p *Pipeline) Resolved() Resolved {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.resolved
+}
+
+// IndexFields implements Served.
+func (p *Pipeline) IndexFields() map[string]string {
+	out := map[string]string{}
+	for _, ix := range p.cfg.Indexes {
+		if f, ok := fieldPath(ix.JSONPath); ok {
+			out[f] = ix.Name
+		}
+	}
+	return out
+}
+
+// fieldPath turns a JSONPath of plain field names, "{.spec.nodeName}", into
+// the field path a field selector names, "spec.nodeName".
+func fieldPath(jsonPath string) (string, bool) {
+	inner, ok := strings.CutPrefix(jsonPath, "{.")
+	if !ok {
+		return "", false
+	}
+	inner, ok = strings.CutSuffix(inner, "}")
+	if !ok || inner == "" {
+		return "", false
+	}
+	for _, part := range strings.Split(inner, ".") {
+		if part == "" || strings.ContainsFunc(part, func(r rune) bool {
+			return !(r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r))
+		}) {
+			return "", false
+		}
+	}
+	return inner, true
 }
 
 // Cache implements Served.

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"slices"
 	"time"
@@ -19,13 +17,6 @@ import (
 
 // maxWait bounds a min_resource_version wait when the call has no deadline.
 const maxWait = 30 * time.Second
-
-// continueToken is what a continue_token encodes: the snapshot's RV and the
-// last key sent. It is opaque to clients.
-type continueToken struct {
-	RV      string `json:"rv"`
-	LastKey string `json:"k"`
-}
 
 // List implements CacheService: pages of one consistent snapshot. Over
 // gRPC, the service NewGRPC registers sends list's encoded page as it is;
@@ -115,7 +106,7 @@ func (s *Server) list(ctx context.Context, req *pb.ListRequest) (*encoded, error
 	}
 	var token string
 	if more {
-		token = encodeToken(continueToken{RV: rv, LastKey: objs[len(objs)-1].Key})
+		token = indexer.Continue{RV: rv, LastKey: objs[len(objs)-1].Key}.Encode()
 	}
 	return listPage(objs, rv, token), nil
 }
@@ -128,18 +119,9 @@ func namespacePrefix(ns string) string {
 	return ns + "/"
 }
 
-func encodeToken(t continueToken) string {
-	b, _ := json.Marshal(t)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func decodeToken(s string) (continueToken, error) {
-	var t continueToken
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		err = json.Unmarshal(b, &t)
-	}
-	if err != nil || t.RV == "" {
+func decodeToken(s string) (indexer.Continue, error) {
+	t, err := indexer.ParseContinue(s)
+	if err != nil {
 		return t, invalid("continue_token is not one this server issued; pass the token of the previous ListResponse unchanged")
 	}
 	return t, nil

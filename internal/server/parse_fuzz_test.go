@@ -162,9 +162,9 @@ func FuzzSelection(f *testing.F) {
 // and re-encodes to a token that decodes the same; and every token the
 // server issues decodes back to what it encodes.
 func FuzzContinueToken(f *testing.F) {
-	f.Add(encodeToken(continueToken{RV: "25", LastKey: "a/p1"}), "25", "a/p1")
-	f.Add(encodeToken(continueToken{RV: "1", LastKey: ""}), "18446744073709551615", "cluster-scoped")
-	f.Add(encodeToken(continueToken{LastKey: "a/p1"}), "", "a/p1")
+	f.Add(indexer.Continue{RV: "25", LastKey: "a/p1"}.Encode(), "25", "a/p1")
+	f.Add(indexer.Continue{RV: "1", LastKey: ""}.Encode(), "18446744073709551615", "cluster-scoped")
+	f.Add(indexer.Continue{LastKey: "a/p1"}.Encode(), "", "a/p1")
 	f.Add("eyJydiI6IjI1IiwiayI6ImEvcDEifQ==", "x", "")
 	f.Add("eyJydiI6IjI1IiwiayI6ImEvcDEifQ\n", "0", "a/")
 	f.Add("e30", "25", "\x00")
@@ -180,7 +180,7 @@ func FuzzContinueToken(f *testing.F) {
 			if ct.RV == "" {
 				t.Fatalf("decodeToken(%q) = %+v: accepted without a resourceVersion", token, ct)
 			}
-			back, err := decodeToken(encodeToken(ct))
+			back, err := decodeToken(ct.Encode())
 			if err != nil || back != ct {
 				t.Fatalf("decodeToken(%q) = %+v, re-encoded it decodes to %+v, %v", token, ct, back, err)
 			}
@@ -188,13 +188,13 @@ func FuzzContinueToken(f *testing.F) {
 		if rv == "" || !utf8.ValidString(rv) || !utf8.ValidString(lastKey) {
 			return // never issued: the RV and keys come from the API server
 		}
-		want := continueToken{RV: rv, LastKey: lastKey}
-		tok := encodeToken(want)
+		want := indexer.Continue{RV: rv, LastKey: lastKey}
+		tok := want.Encode()
 		if got, err := decodeToken(tok); err != nil || got != want {
 			t.Fatalf("issued token %q for %+v decodes to %+v, %v", tok, want, got, err)
 		}
-		if diff := cmp.Diff(tok, encodeToken(want)); diff != "" {
-			t.Fatalf("encodeToken is not deterministic:\n%s", diff)
+		if diff := cmp.Diff(tok, want.Encode()); diff != "" {
+			t.Fatalf("Encode is not deterministic:\n%s", diff)
 		}
 	})
 }

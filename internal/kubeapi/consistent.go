@@ -1,0 +1,168 @@
+package kubeapi
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/buger/jsonparser"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+
+	"github.com/informerd/informerd/internal/pipeline"
+)
+
+// Consistent reads (a list or get with resourceVersion "", a watch with
+// initial events from ""), as in KEP-2340: informerd asks the API server
+// for its current resourceVersion (a list with limit=1, with informerd's
+// own credentials), then answers from the cache once the cache has reached
+// it.
+//
+// A quiet resource's cache may stay behind the API server's
+// resourceVersion, which moves with every write to any resource, until the
+// next bookmark (about a minute). But the API server answers a consistent
+// list only once its own watch cache has caught up, so every change to the
+// resource it committed before answering is already on its way to
+// informerd's watch. informerd therefore waits until its cache reaches the
+// resourceVersion, or for a grace period of twice the list's round trip
+// (at least 50ms, at most ConsistentWait), whichever comes first: what the
+// API server had sent by then is in the cache.
+const minGrace = 50 * time.Millisecond
+
+// consistent waits until res's cache is consistent with the API server, as
+// above. When the API server cannot be asked, the cache is served as it is:
+// informerd keeps serving through an outage.
+func (h *Handler) consistent(ctx context.Context, res pipeline.Served) error {
+	started := time.Now()
+	rv, err := h.upstream.current(ctx, res.Resolved().GVR)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		h.opts.Log.Debug("consistent read served from the cache as it is: cannot ask the API server for its resourceVersion", "resource", res.Name(), "err", err)
+		return nil
+	}
+	grace := min(max(2*time.Since(started), minGrace), h.opts.ConsistentWait)
+	wctx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	if err := res.Cache().WaitFor(wctx, rv); err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// upstreamRV asks the API server for its current resourceVersion. Calls
+// for one resource are coalesced: a call joins the next request that starts
+// after it was made (never one already under way, which might answer with
+// a resourceVersion older than a write the caller has seen), so at most
+// one request per resource is in flight and one waits.
+type upstreamRV struct {
+	client *http.Client
+	host   *url.URL
+	prefix string
+
+	mu     sync.Mutex
+	rounds map[schema.GroupVersionResource]*rounds
+}
+
+type rounds struct {
+	inflight, next *round
+}
+
+type round struct {
+	done chan struct{}
+	rv   string
+	err  error
+}
+
+func newUpstreamRV(cfg *rest.Config) (*upstreamRV, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeapi: client for the API server: %w", err)
+	}
+	host, prefix, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeapi: API server URL: %w", err)
+	}
+	return &upstreamRV{client: hc, host: host, prefix: prefix, rounds: map[schema.GroupVersionResource]*rounds{}}, nil
+}
+
+// current returns the API server's current resourceVersion, read by a list
+// of gvr that starts after the call.
+func (u *upstreamRV) current(ctx context.Context, gvr schema.GroupVersionResource) (string, error) {
+	u.mu.Lock()
+	rs := u.rounds[gvr]
+	if rs == nil {
+		rs = &rounds{}
+		u.rounds[gvr] = rs
+	}
+	r, lead := rs.next, false
+	if r == nil {
+		r, lead = &round{done: make(chan struct{})}, true
+		rs.next = r
+	}
+	inflight := rs.inflight
+	u.mu.Unlock()
+	if lead {
+		// Bounded: at most one waiting round per cached resource.
+		go u.run(gvr, rs, r, inflight)
+	}
+	select {
+	case <-r.done:
+		return r.rv, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (u *upstreamRV) run(gvr schema.GroupVersionResource, rs *rounds, r, inflight *round) {
+	if inflight != nil {
+		<-inflight.done
+	}
+	u.mu.Lock()
+	rs.inflight, rs.next = r, nil
+	u.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r.rv, r.err = u.fetch(ctx, gvr)
+	close(r.done)
+}
+
+// fetch lists one object's metadata of gvr, across namespaces, for the
+// list's resourceVersion.
+func (u *upstreamRV) fetch(ctx context.Context, gvr schema.GroupVersionResource) (string, error) {
+	p := path.Join(u.prefix, "api", gvr.Version, gvr.Resource)
+	if gvr.Group != "" {
+		p = path.Join(u.prefix, "apis", gvr.Group, gvr.Version, gvr.Resource)
+	}
+	target := *u.host
+	target.Path = p
+	target.RawQuery = "limit=1"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json")
+	resp, err := u.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("list %s with limit=1: HTTP %d", gvr, resp.StatusCode)
+	}
+	rv, err := jsonparser.GetString(body, "metadata", "resourceVersion")
+	if err != nil || rv == "" {
+		return "", fmt.Errorf("list %s with limit=1: no resourceVersion in the answer", gvr)
+	}
+	return rv, nil
+}

@@ -1,0 +1,144 @@
+package kubeapi
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// discovery answers /version and API discovery (/api, /apis, a group, a
+// group-version, and the aggregated form kubectl asks for) with the API
+// server's own answers, fetched with informerd's credentials and reused for
+// a TTL. So a client without credentials for the API server still finds
+// every resource, the cached ones and the forwarded ones alike.
+type discovery struct {
+	client *http.Client
+	host   *url.URL
+	ttl    time.Duration
+
+	mu      sync.Mutex
+	answers map[discoveryKey]*discoveryAnswer
+}
+
+type discoveryKey struct{ path, accept string }
+
+type discoveryAnswer struct {
+	fetched     time.Time
+	contentType string
+	etag        string
+	body        []byte
+}
+
+// Bounds of the discovery cache: the answers kept (one per path and Accept
+// header) and the size of one.
+const (
+	maxDiscoveryAnswers = 256
+	maxDiscoveryBytes   = 16 << 20
+)
+
+func newDiscovery(cfg *rest.Config, ttl time.Duration) (*discovery, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeapi: client for discovery: %w", err)
+	}
+	host, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeapi: API server URL: %w", err)
+	}
+	return &discovery{client: hc, host: host, ttl: ttl, answers: map[discoveryKey]*discoveryAnswer{}}, nil
+}
+
+// serves reports whether r is a discovery or /version request.
+func (d *discovery) serves(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	p := strings.TrimSuffix(r.URL.Path, "/")
+	switch {
+	case p == "/version", p == "/api", p == "/apis":
+		return true
+	case strings.HasPrefix(p, "/api/"):
+		return strings.Count(p, "/") == 2 // /api/v1
+	case strings.HasPrefix(p, "/apis/"):
+		n := strings.Count(p, "/")
+		return n == 2 || n == 3 // /apis/group, /apis/group/version
+	}
+	return false
+}
+
+func (h *Handler) serveDiscovery(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	a, code, err := h.discovery.get(r.Context(), strings.TrimSuffix(r.URL.Path, "/"), r.Header.Get("Accept"))
+	defer func() { h.opts.Observer.Request("", "discovery", code, time.Since(start)) }()
+	if err != nil {
+		writeStatus(w, unavailable(fmt.Sprintf("informerd cannot read API discovery from the API server: %v", err)))
+		code = http.StatusServiceUnavailable
+		return
+	}
+	if code != http.StatusOK {
+		w.Header().Set("Content-Type", a.contentType)
+		w.WriteHeader(code)
+		_, _ = w.Write(a.body)
+		return
+	}
+	if a.etag != "" {
+		w.Header().Set("ETag", a.etag)
+		if r.Header.Get("If-None-Match") == a.etag {
+			w.WriteHeader(http.StatusNotModified)
+			code = http.StatusNotModified
+			return
+		}
+	}
+	w.Header().Set("Content-Type", a.contentType)
+	_, _ = w.Write(a.body)
+}
+
+// get returns the API server's answer to path for accept, from the cache
+// while it is fresh. Only 200 answers are kept.
+func (d *discovery) get(ctx context.Context, path, accept string) (*discoveryAnswer, int, error) {
+	key := discoveryKey{path, accept}
+	d.mu.Lock()
+	a, ok := d.answers[key]
+	d.mu.Unlock()
+	if ok && time.Since(a.fetched) < d.ttl {
+		return a, http.StatusOK, nil
+	}
+	target := *d.host
+	target.Path = path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDiscoveryBytes+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(body) > maxDiscoveryBytes {
+		return nil, 0, fmt.Errorf("the answer to %s is larger than %d bytes", path, maxDiscoveryBytes)
+	}
+	a = &discoveryAnswer{fetched: time.Now(), contentType: resp.Header.Get("Content-Type"), etag: resp.Header.Get("ETag"), body: body}
+	if resp.StatusCode == http.StatusOK {
+		d.mu.Lock()
+		if len(d.answers) >= maxDiscoveryAnswers {
+			clear(d.answers) // Accept headers vary little; start over
+		}
+		d.answers[key] = a
+		d.mu.Unlock()
+	}
+	return a, resp.StatusCode, nil
+}

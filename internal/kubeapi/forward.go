@@ -1,0 +1,82 @@
+package kubeapi
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"k8s.io/client-go/rest"
+)
+
+// newForwarder returns the handler of every request informerd does not
+// answer itself: writes, subresources, uncached resources, exec, logs and
+// port-forward upgrades. It forwards them to the API server unchanged with
+// the caller's own bearer token and never with informerd's credentials:
+// informerd grants nothing the caller did not have.
+func newForwarder(cfg *rest.Config, maxBody int64, obs Observer, log *slog.Logger) (http.Handler, error) {
+	// The API server's address and CA, without informerd's token or
+	// client certificate.
+	anon := rest.AnonymousClientConfig(cfg)
+	rt, err := rest.TransportFor(anon)
+	if err != nil {
+		return nil, fmt.Errorf("kubeapi: transport to the API server: %w", err)
+	}
+	target, _, err := rest.DefaultServerUrlFor(anon)
+	if err != nil {
+		return nil, fmt.Errorf("kubeapi: API server URL: %w", err)
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = target.Host
+		},
+		Transport: rt,
+		// Watches, logs and exec stream: send each write at once.
+		FlushInterval: -1,
+		ModifyResponse: func(resp *http.Response) error {
+			obs.Forwarded(resp.StatusCode)
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			obs.Forwarded(0)
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				writeStatus(w, statusRequestTooLarge(tooLarge.Limit))
+				return
+			}
+			log.Warn("cannot forward a request to the API server", "method", r.Method, "path", r.URL.Path, "err", err)
+			st := unavailable(fmt.Sprintf("informerd could not forward this request to the API server at %s: %v", target.Host, err))
+			writeStatus(w, st)
+		},
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" {
+			writeStatus(w, cannotForward(r))
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		}
+		proxy.ServeHTTP(w, r)
+	}), nil
+}
+
+// cannotForward explains why a request without a bearer token is not
+// forwarded: informerd only passes the caller's own token on.
+func cannotForward(r *http.Request) *metav1.Status {
+	what := fmt.Sprintf("%s %s", r.Method, r.URL.Path)
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		return &metav1.Status{
+			Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden,
+			Message: fmt.Sprintf("informerd does not serve %s from its cache, and cannot forward it to the API server with a client certificate: it forwards only the caller's own bearer token. Send a token (a ServiceAccount token, or `kubectl create token`) with this request, or send it to the API server directly", what),
+		}
+	}
+	return &metav1.Status{
+		Code: http.StatusUnauthorized, Reason: metav1.StatusReasonUnauthorized,
+		Message: fmt.Sprintf("informerd does not serve %s from its cache, and forwards such requests to the API server only with the caller's own bearer token; this request has none. Put a token in your kubeconfig (users[].user.token or tokenFile), or send it to the API server directly", what),
+	}
+}

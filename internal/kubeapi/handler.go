@@ -1,0 +1,309 @@
+// Package kubeapi serves the Kubernetes API over HTTP from informerd's
+// caches, so that an unmodified Kubernetes client (client-go, kubectl, the
+// Python and JavaScript clients) can point its kubeconfig at informerd:
+// get, list and watch of a cached resource are answered from the cache with
+// the API server's semantics; discovery and /version from the API server's
+// answers, fetched with informerd's credentials and kept a few seconds;
+// everything else is forwarded to the API server unchanged, with the
+// caller's own bearer token.
+//
+// It is the second serving layer next to internal/server (gRPC): it reads a
+// resource through pipeline.Served, its cache for get and list and its hub
+// for watch, and maps the core's errors and event types to the Kubernetes
+// API's Status and watch events here, at its own edge.
+package kubeapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/rest"
+
+	"github.com/informerd/informerd/internal/auth"
+	"github.com/informerd/informerd/internal/pipeline"
+)
+
+// Caches is what the handler reads: every served resource.
+type Caches interface {
+	Served() []pipeline.Served
+}
+
+// Observer receives the handler's measurements (the metrics package).
+type Observer interface {
+	// Request: a request for resource ("" when not a cached resource) and
+	// verb ended with code after d (for a watch, when it ended).
+	Request(resource, verb string, code int, d time.Duration)
+	// WatchStarted and WatchEnded bracket an open watch.
+	WatchStarted(resource string)
+	WatchEnded(resource string)
+	// Forwarded: a request was forwarded to the API server, which answered
+	// code (0 when it could not be reached).
+	Forwarded(code int)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Request(string, string, int, time.Duration) {}
+func (nopObserver) WatchStarted(string)                        {}
+func (nopObserver) WatchEnded(string)                          {}
+func (nopObserver) Forwarded(int)                              {}
+
+// Defaults of Options.
+const (
+	DefaultMaxWatches      = 10000
+	DefaultMaxPageSize     = 5000
+	DefaultConsistentWait  = 10 * time.Second
+	DefaultDiscoveryTTL    = 10 * time.Second
+	DefaultMaxRequestBytes = 3 << 20
+)
+
+// Options configure a Handler.
+type Options struct {
+	// Caches are the served resources.
+	Caches Caches
+	// Upstream is the API server informerd caches from. Its TLS settings
+	// are used to forward requests (with the caller's token, never
+	// informerd's own credentials); its credentials are used only for
+	// discovery, /version and the resourceVersion of consistent reads.
+	Upstream *rest.Config
+	// Authenticator and Authorizer decide who may read what from the
+	// cache, as for gRPC; nil means everyone may read everything.
+	Authenticator auth.Authenticator
+	Authorizer    auth.Authorizer
+	// MaxWatches bounds the watches open at once (default
+	// DefaultMaxWatches); MaxPageSize the objects in one list page (a
+	// larger limit is clamped); MaxRequestBytes the body of a forwarded
+	// request.
+	MaxWatches, MaxPageSize int
+	MaxRequestBytes         int64
+	// ConsistentWait bounds how long a consistent read waits for the cache
+	// to reach the API server's current resourceVersion.
+	ConsistentWait time.Duration
+	// DiscoveryTTL is how long a discovery answer is reused.
+	DiscoveryTTL time.Duration
+	Observer     Observer
+	Log          *slog.Logger
+}
+
+// Handler serves the Kubernetes API. Its methods may be called
+// concurrently; Stop ends every watch.
+type Handler struct {
+	opts      Options
+	infos     *request.RequestInfoFactory
+	forward   http.Handler
+	discovery *discovery
+	upstream  *upstreamRV
+	watches   atomic.Int64
+
+	// stopping is closed by Stop: every watch ends.
+	stopping chan struct{}
+	stopOnce sync.Once
+}
+
+// New builds a handler. It starts nothing and does not contact the API
+// server.
+func New(o Options) (*Handler, error) {
+	if o.Caches == nil || o.Upstream == nil {
+		return nil, errors.New("kubeapi: Caches and Upstream are required")
+	}
+	if o.MaxWatches <= 0 {
+		o.MaxWatches = DefaultMaxWatches
+	}
+	if o.MaxPageSize <= 0 {
+		o.MaxPageSize = DefaultMaxPageSize
+	}
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if o.ConsistentWait <= 0 {
+		o.ConsistentWait = DefaultConsistentWait
+	}
+	if o.DiscoveryTTL <= 0 {
+		o.DiscoveryTTL = DefaultDiscoveryTTL
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Authenticator == nil {
+		o.Authenticator = auth.None{}
+	}
+	if o.Authorizer == nil {
+		o.Authorizer = auth.None{}
+	}
+	fwd, err := newForwarder(o.Upstream, o.MaxRequestBytes, o.Observer, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := newDiscovery(o.Upstream, o.DiscoveryTTL)
+	if err != nil {
+		return nil, err
+	}
+	up, err := newUpstreamRV(o.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	return &Handler{
+		opts: o,
+		infos: &request.RequestInfoFactory{
+			APIPrefixes:          sets.NewString("api", "apis"),
+			GrouplessAPIPrefixes: sets.NewString("api"),
+		},
+		forward:   fwd,
+		discovery: disc,
+		upstream:  up,
+		stopping:  make(chan struct{}),
+	}, nil
+}
+
+// Stop ends every open watch (its client watches again, elsewhere or once
+// informerd is back) and refuses new ones. It is idempotent.
+func (h *Handler) Stop() { h.stopOnce.Do(func() { close(h.stopping) }) }
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	info, err := h.infos.NewRequestInfo(r)
+	if err != nil {
+		writeStatus(w, badRequest(fmt.Sprintf("cannot parse the request path %q: %v", r.URL.Path, err)))
+		return
+	}
+	if !info.IsResourceRequest {
+		if h.discovery.serves(r) {
+			h.serveDiscovery(w, r)
+			return
+		}
+		h.forward.ServeHTTP(w, r)
+		return
+	}
+	res := h.lookup(info)
+	if res == nil {
+		h.forward.ServeHTTP(w, r)
+		return
+	}
+	start := time.Now()
+	rec := &recorder{ResponseWriter: w, code: http.StatusOK}
+	defer func() { h.opts.Observer.Request(res.Name(), info.Verb, rec.code, time.Since(start)) }()
+	caller, err := h.authenticate(r)
+	if err != nil {
+		writeStatus(rec, authStatus(err))
+		return
+	}
+	if !h.admit(rec, r, res, info, caller) {
+		return
+	}
+	switch info.Verb {
+	case "get":
+		h.get(rec, r, res, info)
+	case "list":
+		h.list(rec, r, res, info)
+	case "watch":
+		h.watch(rec, r, res, info)
+	}
+}
+
+// lookup returns the served resource a get, list or watch of info reads,
+// or nil when informerd does not cache it in that version (or the request
+// is for a subresource, or another verb): such requests are forwarded.
+func (h *Handler) lookup(info *request.RequestInfo) pipeline.Served {
+	switch info.Verb {
+	case "get", "list", "watch":
+	default:
+		return nil
+	}
+	if info.Subresource != "" {
+		return nil
+	}
+	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
+	for _, s := range h.opts.Caches.Served() {
+		if s.Resolved().GVR == gvr {
+			return s
+		}
+	}
+	return nil
+}
+
+// authenticate finds the caller as the gRPC layer would: the request's
+// bearer token (--auth-mode kubernetes) or its verified client certificate
+// (mtls).
+func (h *Handler) authenticate(r *http.Request) (user.Info, error) {
+	return h.opts.Authenticator.Authenticate(authContext(r))
+}
+
+func (h *Handler) authorize(r *http.Request, caller user.Info, a auth.Attributes) error {
+	return h.opts.Authorizer.Authorize(authContext(r), caller, a)
+}
+
+// authContext carries the request's credentials in the form package auth
+// reads them from a gRPC call: authorization metadata and the peer's TLS
+// state.
+func authContext(r *http.Request) context.Context {
+	ctx := r.Context()
+	if v := r.Header.Values("Authorization"); len(v) > 0 {
+		md := metadata.MD{}
+		for _, s := range v {
+			md.Append("authorization", s)
+		}
+		ctx = metadata.NewIncomingContext(ctx, md)
+	}
+	if r.TLS != nil {
+		ctx = peer.NewContext(ctx, &peer.Peer{AuthInfo: credentials.TLSInfo{State: *r.TLS}})
+	}
+	return ctx
+}
+
+func attributes(verb string, res pipeline.Served, info *request.RequestInfo) auth.Attributes {
+	gvr := res.Resolved().GVR
+	return auth.Attributes{
+		Verb: verb, Group: gvr.Group, Resource: gvr.Resource, Configured: res.Configured(),
+		Namespace: info.Namespace, Name: info.Name,
+	}
+}
+
+// recorder remembers the status code written, for metrics, and lets a
+// watch flush.
+type recorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *recorder) WriteHeader(code int) {
+	r.code = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the connection (Flush,
+// deadlines).
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// acceptsJSON reports whether a response in JSON is acceptable: informerd
+// answers cached reads in JSON only (not protobuf or CBOR).
+func acceptsJSON(r *http.Request) bool {
+	accept := r.Header.Get("Accept")
+	if accept == "" {
+		return true
+	}
+	for _, part := range strings.Split(accept, ",") {
+		mt := strings.TrimSpace(strings.SplitN(part, ";", 2)[0])
+		switch mt {
+		case "application/json", "application/*", "*/*", "application/json-seq":
+			return true
+		}
+	}
+	return false
+}

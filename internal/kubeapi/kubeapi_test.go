@@ -1,0 +1,500 @@
+package kubeapi_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/informerd/informerd/internal/config"
+	"github.com/informerd/informerd/internal/kubeapi"
+	"github.com/informerd/informerd/internal/pipeline"
+	"github.com/informerd/informerd/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+// fixture is informerd's Kubernetes API over the caches of configmaps and
+// pods (indexed by node), served on a TLS port with HTTP/2, next to the
+// real API server: the same client is pointed at both.
+type fixture struct {
+	direct, cached *kubernetes.Clientset
+	cachedConfig   *rest.Config
+	set            *pipeline.Set
+	handler        *kubeapi.Handler
+}
+
+func setup(t *testing.T, ns string) *fixture {
+	t.Helper()
+	direct := kubernetes.NewForConfigOrDie(env.Config)
+	ctx := context.Background()
+	if _, err := direct.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse([]byte(`
+transform: {stripManagedFields: false}
+resources:
+  - resource: configmaps
+  - resource: pods
+    indexes:
+      - {name: node, jsonpath: "{.spec.nodeName}"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	set, err := pipeline.NewSet(c, env.Config, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Run(t, set)
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := set.WaitSynced(sctx); err != nil {
+		t.Fatal(err)
+	}
+	h, err := kubeapi.New(kubeapi.Options{Caches: set, Upstream: env.Config, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(func() { h.Stop(); srv.Close() })
+	cfg := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: certPEM(srv)}}
+	return &fixture{direct: direct, cached: kubernetes.NewForConfigOrDie(cfg), cachedConfig: cfg, set: set, handler: h}
+}
+
+func certPEM(srv *httptest.Server) []byte {
+	return []byte("-----BEGIN CERTIFICATE-----\n" + b64(srv.Certificate().Raw) + "\n-----END CERTIFICATE-----\n")
+}
+
+// summary is what a client sees of an object, for comparing informerd's
+// answers with the API server's.
+type summary struct {
+	Name, RV string
+	Data     map[string]string
+}
+
+func configMaps(l *corev1.ConfigMapList) []summary {
+	var out []summary
+	for _, c := range l.Items {
+		out = append(out, summary{c.Name, c.ResourceVersion, c.Data})
+	}
+	return out
+}
+
+// waitRV waits until informerd's cache of resource has reached rv.
+func (f *fixture) waitRV(t *testing.T, resource, rv string) {
+	t.Helper()
+	p, ok := f.set.Lookup(resource)
+	if !ok {
+		t.Fatalf("no resource %s", resource)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Cache().WaitFor(ctx, rv); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestListGetAsTheAPIServer(t *testing.T) {
+	const ns = "kapi-list"
+	f := setup(t, ns)
+	ctx := context.Background()
+	var last string
+	for i := range 7 {
+		cm, err := f.direct.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm%d", i), Labels: map[string]string{"app": []string{"web", "db"}[i%2]}},
+			Data:       map[string]string{"i": fmt.Sprint(i)},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = cm.ResourceVersion
+	}
+	f.waitRV(t, "configmaps", last)
+
+	for _, tc := range []struct {
+		name string
+		opts metav1.ListOptions
+	}{
+		{"all", metav1.ListOptions{}},
+		{"label selector", metav1.ListOptions{LabelSelector: "app=web"}},
+		{"set-based label selector", metav1.ListOptions{LabelSelector: "app in (db),app!=web"}},
+		{"field selector on name", metav1.ListOptions{FieldSelector: "metadata.name=cm3"}},
+		{"field selector on namespace", metav1.ListOptions{FieldSelector: "metadata.namespace=" + ns}},
+		{"not-equal on name", metav1.ListOptions{FieldSelector: "metadata.name!=cm3"}},
+		{"resourceVersion 0", metav1.ListOptions{ResourceVersion: "0"}},
+		{"not older than", metav1.ListOptions{ResourceVersion: last, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := f.direct.CoreV1().ConfigMaps(ns).List(ctx, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.cached.CoreV1().ConfigMaps(ns).List(ctx, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(configMaps(want), configMaps(got)); diff != "" {
+				t.Errorf("list through informerd (-api server +informerd):\n%s", diff)
+			}
+			if got.ResourceVersion == "" {
+				t.Error("list has no resourceVersion")
+			}
+		})
+	}
+
+	t.Run("pages of one snapshot", func(t *testing.T) {
+		var got []summary
+		opts := metav1.ListOptions{Limit: 3}
+		first := ""
+		for pages := 0; ; pages++ {
+			l, err := f.cached.CoreV1().ConfigMaps(ns).List(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first == "" {
+				first = l.ResourceVersion
+				// A write between pages must not show in them.
+				if _, err := f.direct.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-between"}}, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if l.ResourceVersion != first {
+				t.Errorf("page %d at resourceVersion %s, the first at %s", pages, l.ResourceVersion, first)
+			}
+			got = append(got, configMaps(l)...)
+			if l.Continue == "" {
+				break
+			}
+			opts.Continue = l.Continue
+		}
+		want, err := f.direct.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{ResourceVersion: first, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(configMaps(want), got); diff != "" {
+			t.Errorf("pages through informerd (-api server at %s +informerd):\n%s", first, diff)
+		}
+	})
+
+	t.Run("get", func(t *testing.T) {
+		want, err := f.direct.CoreV1().ConfigMaps(ns).Get(ctx, "cm2", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.cached.CoreV1().ConfigMaps(ns).Get(ctx, "cm2", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("get through informerd (-api server +informerd):\n%s", diff)
+		}
+		_, err = f.cached.CoreV1().ConfigMaps(ns).Get(ctx, "absent", metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("get of an absent object = %v, want NotFound", err)
+		}
+		var st apierrors.APIStatus
+		if errors.As(err, &st) && st.Status().Details.Name != "absent" {
+			t.Errorf("NotFound details = %+v, want the name", st.Status().Details)
+		}
+	})
+
+	t.Run("bad input", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			opts metav1.ListOptions
+			is   func(error) bool
+		}{
+			{"malformed label selector", metav1.ListOptions{LabelSelector: "app in (("}, apierrors.IsBadRequest},
+			{"unindexed field", metav1.ListOptions{FieldSelector: "data.i=1"}, apierrors.IsBadRequest},
+			{"continue from elsewhere", metav1.ListOptions{Continue: "eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ"}, apierrors.IsBadRequest},
+			{"match without resourceVersion", metav1.ListOptions{ResourceVersionMatch: metav1.ResourceVersionMatchExact}, apierrors.IsInvalid},
+			{"non-numeric resourceVersion", metav1.ListOptions{ResourceVersion: "abc", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}, apierrors.IsBadRequest},
+			{"exact, older than the history", metav1.ListOptions{ResourceVersion: "1", ResourceVersionMatch: metav1.ResourceVersionMatchExact}, apierrors.IsResourceExpired},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := f.cached.CoreV1().ConfigMaps(ns).List(ctx, tc.opts)
+				if !tc.is(err) {
+					t.Errorf("list = %v, want the API server's status", err)
+				}
+			})
+		}
+	})
+}
+
+func TestFieldSelectorThroughIndex(t *testing.T) {
+	const ns = "kapi-index"
+	f := setup(t, ns)
+	ctx := context.Background()
+	var last string
+	for i := range 4 {
+		p, err := f.direct.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i)},
+			Spec:       corev1.PodSpec{NodeName: fmt.Sprintf("n%d", i%2), Containers: []corev1.Container{{Name: "c", Image: "img"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = p.ResourceVersion
+	}
+	f.waitRV(t, "pods", last)
+	for _, sel := range []string{"spec.nodeName=n1", "spec.nodeName!=n1", "spec.nodeName=n0,metadata.name=p2", "spec.nodeName=absent"} {
+		want, err := f.direct.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.cached.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(podNames(want), podNames(got)); diff != "" {
+			t.Errorf("%s (-api server +informerd):\n%s", sel, diff)
+		}
+	}
+}
+
+func podNames(l *corev1.PodList) []string {
+	var out []string
+	for _, p := range l.Items {
+		out = append(out, p.Name+"@"+p.ResourceVersion)
+	}
+	return out
+}
+
+// event is what a client sees of a watch event.
+type event struct {
+	Type watch.EventType
+	Name string
+	RV   string
+}
+
+func collect(t *testing.T, w watch.Interface, n int) []event {
+	t.Helper()
+	defer w.Stop()
+	var out []event
+	timeout := time.After(30 * time.Second)
+	for len(out) < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch closed after %v", out)
+			}
+			if ev.Type == watch.Bookmark {
+				continue
+			}
+			if ev.Type == watch.Error {
+				t.Fatalf("watch error %v after %v", apierrors.FromObject(ev.Object), out)
+			}
+			cm := ev.Object.(*corev1.ConfigMap)
+			out = append(out, event{ev.Type, cm.Name, cm.ResourceVersion})
+		case <-timeout:
+			t.Fatalf("watch: %d events after 30s, want %d: %v", len(out), n, out)
+		}
+	}
+	return out
+}
+
+func TestWatchAsTheAPIServer(t *testing.T) {
+	const ns = "kapi-watch"
+	f := setup(t, ns)
+	ctx := context.Background()
+	start, err := f.direct.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.waitRV(t, "configmaps", start.ResourceVersion)
+	opts := metav1.ListOptions{ResourceVersion: start.ResourceVersion, LabelSelector: "app=web", AllowWatchBookmarks: true}
+	direct, err := f.direct.CoreV1().ConfigMaps(ns).Watch(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, err := f.cached.CoreV1().ConfigMaps(ns).Watch(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms := f.direct.CoreV1().ConfigMaps(ns)
+	mustCM := func(_ *corev1.ConfigMap, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCM(cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"app": "web"}}}, metav1.CreateOptions{}))
+	mustCM(cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{"app": "db"}}}, metav1.CreateOptions{}))
+	// b enters the selection (ADDED), a leaves it (DELETED), a comes back.
+	mustCM(cms.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{"app": "web"}}}, metav1.UpdateOptions{}))
+	mustCM(cms.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"app": "db"}}}, metav1.UpdateOptions{}))
+	mustCM(cms.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"app": "web"}}, Data: map[string]string{"k": "v"}}, metav1.UpdateOptions{}))
+	if err := cms.Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := collect(t, direct, 5)
+	got := collect(t, cached, 5)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("watch through informerd (-api server +informerd):\n%s", diff)
+	}
+
+	t.Run("too old resourceVersion is 410 Expired", func(t *testing.T) {
+		p, _ := f.set.Lookup("configmaps")
+		floor := p.Cache().Stats().HistoryFloor
+		if floor <= 1 {
+			t.Skipf("history floor %d: every resourceVersion is in the window", floor)
+		}
+		w, err := f.cached.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
+		if err != nil {
+			if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+				t.Fatalf("watch from 1 = %v, want 410", err)
+			}
+			return
+		}
+		defer w.Stop()
+		ev := <-w.ResultChan()
+		if ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
+			t.Fatalf("watch from 1: first event %s %v, want ERROR 410 Expired", ev.Type, ev.Object)
+		}
+	})
+}
+
+func TestStreamingListInformer(t *testing.T) {
+	const ns = "kapi-informer"
+	f := setup(t, ns)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := range 3 {
+		if _, err := f.direct.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm%d", i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// client-go v0.37 informers list with a streaming watch (WatchList)
+	// by default: sendInitialEvents=true, ending at the bookmark annotated
+	// k8s.io/initial-events-end.
+	var requests []string
+	cfg := rest.CopyConfig(f.cachedConfig)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			requests = append(requests, r.URL.RawQuery)
+			return rt.RoundTrip(r)
+		})
+	})
+	factory := informers.NewSharedInformerFactoryWithOptions(kubernetes.NewForConfigOrDie(cfg), 0, informers.WithNamespace(ns))
+	inf := factory.Core().V1().ConfigMaps().Informer()
+	factory.Start(ctx.Done())
+	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
+	defer scancel()
+	if !cache.WaitForCacheSync(sctx.Done(), inf.HasSynced) {
+		t.Fatalf("informer through informerd did not sync; requests: %v", requests)
+	}
+	if !slices.ContainsFunc(requests, func(q string) bool { return strings.Contains(q, "sendInitialEvents=true") }) {
+		t.Errorf("the informer did not use a streaming list; requests: %v", requests)
+	}
+	if n := len(inf.GetStore().ListKeys()); n != 3 {
+		t.Errorf("informer holds %d configmaps, want 3", n)
+	}
+	cm, err := f.direct.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the informer to see a new configmap", func() bool {
+		o, ok, _ := inf.GetStore().GetByKey(ns + "/later")
+		return ok && o.(*corev1.ConfigMap).ResourceVersion == cm.ResourceVersion
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestForwardedWithTheCallersToken(t *testing.T) {
+	const ns = "kapi-forward"
+	f := setup(t, ns)
+	ctx := context.Background()
+	if _, err := f.direct.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "writer"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.direct.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "cm-writer"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "get", "list", "watch"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.direct.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "cm-writer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "cm-writer"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "writer", Namespace: ns}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := f.direct.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "writer", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withToken := rest.CopyConfig(f.cachedConfig)
+	withToken.BearerToken = tr.Status.Token
+	writer := kubernetes.NewForConfigOrDie(withToken)
+
+	if _, err := writer.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create through informerd with a token: %v", err)
+	}
+	if _, err := f.direct.CoreV1().ConfigMaps(ns).Get(ctx, "written", metav1.GetOptions{}); err != nil {
+		t.Errorf("the forwarded create did not reach the API server: %v", err)
+	}
+	// The caller's own permissions apply, not informerd's.
+	_, err = writer.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("create of a secret the caller may not create = %v, want Forbidden", err)
+	}
+	// No token: refused with a reason, never sent with informerd's own.
+	_, err = f.cached.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "anonymous"}}, metav1.CreateOptions{})
+	if !apierrors.IsUnauthorized(err) || !strings.Contains(err.Error(), "bearer token") {
+		t.Errorf("create without a token = %v, want 401 saying a token is needed", err)
+	}
+}
+
+func TestDiscovery(t *testing.T) {
+	f := setup(t, "kapi-discovery")
+	want, err := f.direct.Discovery().ServerPreferredResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.cached.Discovery().ServerPreferredResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Errorf("discovery through informerd: %d group-versions, the API server %d", len(got), len(want))
+	}
+	v, err := f.cached.Discovery().ServerVersion()
+	if err != nil || v.GitVersion == "" {
+		t.Errorf("/version through informerd = %v, %v", v, err)
+	}
+}
+
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

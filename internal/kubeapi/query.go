@@ -1,0 +1,133 @@
+package kubeapi
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/informerd/informerd/internal/fanout"
+	"github.com/informerd/informerd/internal/object"
+)
+
+// listOptions decodes and validates a list or watch request's query as the
+// API server does: its parameter codec, its defaults (a watch from "" or
+// "0" sends initial events) and its validation, with the same 400 and 422
+// answers. Parameters it does not know are ignored, as the API server
+// ignores them.
+func listOptions(query url.Values, watch bool) (*metainternalversion.ListOptions, error) {
+	opts := &metainternalversion.ListOptions{}
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(query, metav1.SchemeGroupVersion, opts); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	opts.Watch = opts.Watch || watch
+	metainternalversion.SetListOptionsDefaults(opts, true)
+	if errs := metainternalversionvalidation.ValidateListOptions(opts, true); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
+	}
+	if opts.Limit < 0 {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("limit %d: must be 0 (no limit) or positive", opts.Limit))
+	}
+	return opts, nil
+}
+
+// Field paths every resource can select on.
+const (
+	fieldName      = "metadata.name"
+	fieldNamespace = "metadata.namespace"
+)
+
+// selector is a request's label and field selectors in the fan-out's form.
+// An equality on an indexed field narrows through the index (sel.Index);
+// the rest of the field selector is checked on each object (sel.Fields).
+type selector struct {
+	sel fanout.Selection
+	// name is set when the field selector requires metadata.name to equal
+	// it (kubectl get NAME -w).
+	name string
+}
+
+// newSelector compiles opts' selectors for a resource whose indexes are
+// indexNames (in object.Values order) and whose indexed fields are
+// indexFields (field path → index name). A field that is neither
+// metadata.name, metadata.namespace nor indexed is the API server's 400
+// "field label not supported".
+func newSelector(opts *metainternalversion.ListOptions, namespace string, indexNames []string, indexFields map[string]string) (selector, error) {
+	s := selector{sel: fanout.Selection{Namespace: namespace, Labels: opts.LabelSelector, Index: -1}}
+	if opts.FieldSelector == nil || opts.FieldSelector.Empty() {
+		return s, nil
+	}
+	type check struct {
+		index int // position in Values, or -1 for name, -2 for namespace
+		op    selection.Operator
+		value string
+	}
+	var checks []check
+	for _, req := range opts.FieldSelector.Requirements() {
+		c := check{op: req.Operator, value: req.Value}
+		switch req.Field {
+		case fieldName:
+			c.index = -1
+			if req.Operator != selection.NotEquals {
+				s.name = req.Value
+			}
+		case fieldNamespace:
+			c.index = -2
+		default:
+			name, ok := indexFields[req.Field]
+			if !ok {
+				return s, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s (informerd selects on metadata.name, metadata.namespace and the fields its indexes read: %s)", req.Field, fieldList(indexFields)))
+			}
+			c.index = slices.Index(indexNames, name)
+			if c.index < 0 {
+				return s, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+			}
+			// The first equality on an indexed field is served through
+			// its index.
+			if s.sel.Index < 0 && req.Operator != selection.NotEquals {
+				s.sel.Index, s.sel.Values = c.index, []string{req.Value}
+			}
+		}
+		checks = append(checks, c)
+	}
+	s.sel.Fields = func(o *object.Object) bool {
+		for _, c := range checks {
+			var has bool
+			switch c.index {
+			case -1:
+				has = o.Name == c.value
+			case -2:
+				has = o.Namespace == c.value
+			default:
+				has = c.index < len(o.Values) && slices.Contains(o.Values[c.index], c.value)
+				if c.value == "" && (c.index >= len(o.Values) || len(o.Values[c.index]) == 0) {
+					has = true // an absent field selects as ""
+				}
+			}
+			if has == (c.op == selection.NotEquals) {
+				return false
+			}
+		}
+		return true
+	}
+	return s, nil
+}
+
+func fieldList(indexFields map[string]string) string {
+	if len(indexFields) == 0 {
+		return "none"
+	}
+	fs := make([]string, 0, len(indexFields))
+	for f := range indexFields {
+		fs = append(fs, f)
+	}
+	slices.Sort(fs)
+	return fmt.Sprint(fs)
+}

@@ -1,0 +1,82 @@
+package kubeapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/informerd/informerd/internal/auth"
+)
+
+// writeStatus writes a failure as the API server does: a metav1.Status
+// with its code, reason and a message, as JSON.
+func writeStatus(w http.ResponseWriter, st *metav1.Status) {
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	st.Status = metav1.StatusFailure
+	body, _ := json.Marshal(st)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(int(st.Code))
+	_, _ = w.Write(body)
+}
+
+func statusOf(err *apierrors.StatusError) *metav1.Status {
+	st := err.Status()
+	return &st
+}
+
+func badRequest(msg string) *metav1.Status { return statusOf(apierrors.NewBadRequest(msg)) }
+
+func notFound(gvr schema.GroupVersionResource, name string) *metav1.Status {
+	return statusOf(apierrors.NewNotFound(gvr.GroupResource(), name))
+}
+
+// expired is the 410 of a resourceVersion or continue token older than the
+// history window.
+func expired(msg string) *metav1.Status { return statusOf(apierrors.NewResourceExpired(msg)) }
+
+// timeout is the API server's 504 for a resourceVersion the cache has not
+// reached in time.
+func timeout(msg string) *metav1.Status {
+	return statusOf(apierrors.NewTimeoutError(msg, 1))
+}
+
+func unavailable(msg string) *metav1.Status {
+	return statusOf(apierrors.NewServiceUnavailable(msg))
+}
+
+func tooMany(msg string) *metav1.Status {
+	return statusOf(apierrors.NewTooManyRequests(msg, 1))
+}
+
+func notAcceptable() *metav1.Status {
+	return &metav1.Status{
+		Code:    http.StatusNotAcceptable,
+		Reason:  metav1.StatusReasonNotAcceptable,
+		Message: "informerd answers reads of cached resources in JSON only: accept application/json (client-go: leave rest.Config.ContentType unset, or list application/json in AcceptContentTypes)",
+	}
+}
+
+// authStatus maps an auth failure to the API server's 401, 403 or 503.
+func authStatus(err error) *metav1.Status {
+	var e *auth.Error
+	if !errors.As(err, &e) {
+		return statusOf(apierrors.NewInternalError(err))
+	}
+	switch e.Kind {
+	case auth.Unauthenticated:
+		return statusOf(apierrors.NewUnauthorized(e.Msg))
+	case auth.Forbidden:
+		return &metav1.Status{Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: e.Msg}
+	}
+	return unavailable(e.Msg)
+}
+
+func statusRequestTooLarge(limit int64) *metav1.Status {
+	return statusOf(apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the request body is larger than informerd forwards (%d bytes)", limit)))
+}

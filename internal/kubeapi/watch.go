@@ -1,0 +1,240 @@
+package kubeapi
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/informerd/informerd/internal/fanout"
+	"github.com/informerd/informerd/internal/indexer"
+	"github.com/informerd/informerd/internal/pipeline"
+)
+
+// Watch timing, as the API server's defaults: a watch without
+// timeoutSeconds ends after a random 30 to 60 minutes (--min-request-timeout
+// 1800s), and a quiet watch that allows bookmarks gets one a minute.
+const (
+	minWatchTimeout = 30 * time.Minute
+	idleBookmark    = time.Minute
+)
+
+// initialEventsEnd annotates the bookmark that ends a watch's initial
+// events (KEP-3157, streaming lists).
+const initialEventsEnd = metav1.InitialEventsAnnotationKey
+
+// watch streams a watch's events as the API server's JSON watch events.
+func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res pipeline.Served, info *request.RequestInfo) {
+	opts, err := listOptions(r.URL.Query(), true)
+	if err != nil {
+		writeStatus(w, asStatus(err))
+		return
+	}
+	if info.Name != "" {
+		// A watch of one object: the API server turns the name into a
+		// field selector.
+		if opts.FieldSelector != nil && !opts.FieldSelector.Empty() {
+			if n, ok := opts.FieldSelector.RequiresExactMatch(fieldName); !ok || n != info.Name {
+				writeStatus(w, badRequest("fieldSelector metadata.name doesn't match requested name"))
+				return
+			}
+		}
+		opts.FieldSelector = fields.OneTermEqualSelector(fieldName, info.Name)
+	}
+	sel, err := newSelector(opts, info.Namespace, res.Cache().IndexNames(), res.IndexFields())
+	if err != nil {
+		writeStatus(w, asStatus(err))
+		return
+	}
+	if n := h.watches.Add(1); n > int64(h.opts.MaxWatches) {
+		h.watches.Add(-1)
+		writeStatus(w, tooMany(fmt.Sprintf("too many watches: informerd's limit of %d open watches is reached; retry later or use another replica", h.opts.MaxWatches)))
+		return
+	}
+	defer h.watches.Add(-1)
+	select {
+	case <-h.stopping:
+		writeStatus(w, unavailable("informerd is shutting down; watch again (on another replica)"))
+		return
+	default:
+	}
+
+	initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	if err := h.reach(r.Context(), res, opts.ResourceVersion, opts.ResourceVersionMatch); err != nil {
+		writeStatus(w, asStatus(err))
+		return
+	}
+	wopts := fanout.WatchOptions{
+		Selection:         sel.sel,
+		SendInitialEvents: initial,
+		AllowBookmarks:    opts.AllowWatchBookmarks,
+	}
+	if !initial && opts.ResourceVersion != "0" {
+		wopts.ResourceVersion = opts.ResourceVersion
+	}
+	watcher, items, at, err := res.Hub().Watch(wopts)
+	table, asTable := tableRequested(r)
+	ew := &eventWriter{h: h, res: res, rc: http.NewResponseController(w), table: table, asTable: asTable}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	ew.b = bufio.NewWriterSize(w, 32<<10)
+	if err != nil {
+		ew.end(err, opts.ResourceVersion)
+		return
+	}
+	defer watcher.Close()
+	h.opts.Observer.WatchStarted(res.Name())
+	defer h.opts.Observer.WatchEnded(res.Name())
+
+	timeout := minWatchTimeout + rand.N(minWatchTimeout)
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	idle := time.NewTimer(idleBookmark)
+	defer idle.Stop()
+
+	if !ew.write(items) {
+		return
+	}
+	if initial && opts.AllowWatchBookmarks {
+		if !ew.bookmark(at, true) {
+			return
+		}
+	}
+	if !ew.flush() {
+		return
+	}
+	for {
+		items, err := watcher.Poll()
+		if err != nil {
+			ew.end(err, watcher.SentResourceVersion())
+			return
+		}
+		if len(items) == 0 {
+			select {
+			case <-watcher.Ready():
+				continue
+			case <-idle.C:
+				idle.Reset(idleBookmark)
+				it, ok := watcher.IdleBookmark()
+				if !ok {
+					continue
+				}
+				items = []fanout.Item{it}
+			case <-deadline.C:
+				return // a clean end: the client watches again from its last resourceVersion
+			case <-h.stopping:
+				return
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if !ew.write(items) || !ew.flush() {
+			return
+		}
+		idle.Reset(idleBookmark)
+	}
+}
+
+// eventWriter writes watch events, each on its own line, and flushes them
+// to the client.
+type eventWriter struct {
+	h       *Handler
+	res     pipeline.Served
+	b       *bufio.Writer
+	rc      *http.ResponseController
+	table   tableOptions
+	asTable bool
+	failed  bool
+}
+
+func (e *eventWriter) write(items []fanout.Item) bool {
+	for _, it := range items {
+		if it.Type == watch.Bookmark {
+			if !e.bookmark(it.ResourceVersion, false) {
+				return false
+			}
+			continue
+		}
+		obj := it.Object.JSON
+		if e.asTable {
+			obj = e.h.tableJSON(e.table, e.res, oneObject(it.Object), "", "")
+		}
+		e.raw(string(it.Type), obj)
+	}
+	return !e.failed
+}
+
+// bookmark writes a BOOKMARK: an object of the resource's kind with only a
+// resourceVersion, annotated k8s.io/initial-events-end after the initial
+// events.
+func (e *eventWriter) bookmark(rv string, end bool) bool {
+	gvr := e.res.Resolved().GVR
+	meta := fmt.Sprintf(`{"resourceVersion":%q,"creationTimestamp":null}`, rv)
+	if end {
+		meta = fmt.Sprintf(`{"resourceVersion":%q,"creationTimestamp":null,"annotations":{%q:"true"}}`, rv, initialEventsEnd)
+	}
+	kind := e.res.Resolved().Kind
+	if e.asTable {
+		kind, gvr.Group, gvr.Version = "Table", metav1.GroupName, "v1"
+	}
+	e.raw(string(watch.Bookmark), fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,"metadata":%s}`, kind, gvr.GroupVersion().String(), meta))
+	return !e.failed
+}
+
+func (e *eventWriter) raw(typ string, obj []byte) {
+	if e.failed {
+		return
+	}
+	_, _ = e.b.WriteString(`{"type":"`)
+	_, _ = e.b.WriteString(typ)
+	_, _ = e.b.WriteString(`","object":`)
+	_, _ = e.b.Write(obj)
+	if _, err := e.b.WriteString("}\n"); err != nil {
+		e.failed = true
+	}
+}
+
+func (e *eventWriter) flush() bool {
+	if e.failed || e.b.Flush() != nil || e.rc.Flush() != nil {
+		e.failed = true
+	}
+	return !e.failed
+}
+
+// end writes the ERROR event that ends a watch the cache can no longer
+// serve, as the API server does: 410 Expired when the resourceVersion has
+// left the history window (the client lists again), else the matching
+// Status.
+func (e *eventWriter) end(err error, rv string) {
+	var st *metav1.Status
+	var tooSlow *fanout.TooSlowError
+	switch {
+	case errors.As(err, &tooSlow):
+		st = expired(fmt.Sprintf("too old resource version: this watch fell behind informerd's history window after resourceVersion %s; list again", tooSlow.LastResourceVersion))
+	case errors.Is(err, indexer.ErrTooOld):
+		st = expired(fmt.Sprintf("too old resource version: %s (%d)", rv, e.res.Cache().Stats().HistoryFloor))
+	case errors.Is(err, fanout.ErrClosed):
+		return // informerd is stopping: the client watches again elsewhere
+	default:
+		st = asStatus(err)
+	}
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	st.Status = metav1.StatusFailure
+	body, merr := json.Marshal(st)
+	if merr != nil {
+		body = []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","code":500}`)
+	}
+	e.raw(string(watch.Error), body)
+	e.flush()
+}
