@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/informerd/informerd/internal/kubeapi"
 	"github.com/informerd/informerd/internal/metrics"
 	"github.com/informerd/informerd/internal/pipeline"
 	"github.com/informerd/informerd/internal/server"
@@ -52,10 +53,16 @@ type Daemon struct {
 	grpcSrv   *grpc.Server
 	healthSrv *grpchealth.Server
 	httpSrv   *http.Server
+	// kubeAPI and kubeSrv serve the Kubernetes API on kubeLis; nil when
+	// --kube-api-address is not set.
+	kubeAPI *kubeapi.Handler
+	kubeSrv *http.Server
 	// certs are the reloading TLS files of the listeners; Run watches them.
-	certs []*transport.TLS
+	// grpcCert is the gRPC listener's, which the Kubernetes API shares.
+	certs    []*transport.TLS
+	grpcCert *transport.TLS
 
-	grpcLis, metricsLis net.Listener
+	grpcLis, metricsLis, kubeLis net.Listener
 	grpcTLS             bool
 	metricsScheme       string
 }
@@ -165,6 +172,7 @@ func (d *Daemon) loadTLS(o Options) (credentials.TransportCredentials, *transpor
 			return nil, nil, fmt.Errorf("--tls-cert-file/--tls-key-file/--tls-client-ca-file: %w", err)
 		}
 		d.certs = append(d.certs, t)
+		d.grpcCert = t
 		creds = credentials.NewTLS(t.Config())
 	}
 	if !o.MetricsTLS.Enabled() {
@@ -193,7 +201,41 @@ func (d *Daemon) listen(o Options, metricsTLS *transport.TLS) error {
 	if metricsTLS != nil {
 		d.metricsLis, d.metricsScheme = tls.NewListener(d.metricsLis, metricsTLS.Config()), "https"
 	}
+	if o.KubeAPIAddress == "" {
+		return nil
+	}
+	if d.kubeLis, err = transport.Listen("--kube-api-address", o.KubeAPIAddress, sock); err != nil {
+		d.grpcLis.Close()
+		d.metricsLis.Close()
+		return err
+	}
+	d.kubeSrv = &http.Server{Handler: d.kubeAPI, ReadHeaderTimeout: 10 * time.Second}
+	if d.grpcCert != nil {
+		d.kubeLis = tls.NewListener(d.kubeLis, d.grpcCert.Config())
+	} else {
+		// Plaintext (loopback or a Unix socket): HTTP/1.1 and HTTP/2
+		// without TLS (h2c, prior knowledge).
+		d.kubeSrv.Protocols = new(http.Protocols)
+		d.kubeSrv.Protocols.SetHTTP1(true)
+		d.kubeSrv.Protocols.SetUnencryptedHTTP2(true)
+	}
 	return nil
+}
+
+// KubeAPIURL is the URL of the Kubernetes API listener (https with TLS),
+// or "" when it is off. For a Unix socket it is the socket's path.
+func (d *Daemon) KubeAPIURL() string {
+	if d.kubeLis == nil {
+		return ""
+	}
+	if d.kubeLis.Addr().Network() == "unix" {
+		return d.kubeLis.Addr().String()
+	}
+	scheme := "http"
+	if d.grpcCert != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + d.kubeLis.Addr().String()
 }
 
 // InstallClientGoMetrics makes client-go report informerd's requests to the

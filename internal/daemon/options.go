@@ -53,6 +53,10 @@ type Options struct {
 	APIServerCompression bool
 	// Profiling serves pprof on the metrics address (--enable-profiling).
 	Profiling bool
+	// KubeAPIAddress, when set, serves the Kubernetes API there
+	// (--kube-api-address): host:port or unix:///path, with the gRPC
+	// listener's TLS, socket and auth settings.
+	KubeAPIAddress string
 
 	// TLS and MetricsTLS are the PEM files of the gRPC and the metrics
 	// listeners (--tls-*, --metrics-tls-*).
@@ -157,6 +161,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 }
 
 func (o *Options) addTransportFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.KubeAPIAddress, "kube-api-address", o.KubeAPIAddress, "also serve the Kubernetes API here (host:port or unix:///path), so unmodified Kubernetes clients read from the cache: reads of cached resources answered from it, everything else forwarded to the API server with the caller's own token. Same TLS, socket and auth flags as gRPC; empty: off")
 	fs.StringVar(&o.TLS.CertFile, "tls-cert-file", o.TLS.CertFile, "serve gRPC over TLS with this PEM certificate (chain); reloaded when the file changes")
 	fs.StringVar(&o.TLS.KeyFile, "tls-key-file", o.TLS.KeyFile, "the PEM private key of --tls-cert-file")
 	fs.StringVar(&o.TLS.ClientCAFile, "tls-client-ca-file", o.TLS.ClientCAFile, "require gRPC clients to present certificates signed by a CA in this PEM bundle (mutual TLS); reloaded when it changes")
@@ -228,6 +233,18 @@ func (o Options) validate(cfg *config.Config) (warning string, err error) {
 	}.Check()
 	if err != nil {
 		return "", err
+	}
+	if o.KubeAPIAddress != "" {
+		kwarn, err := transport.Security{
+			Address: o.KubeAPIAddress, TLS: o.TLS.CertFile != "", ClientCA: o.TLS.ClientCAFile != "",
+			AuthMode: o.AuthMode, AllowPlaintext: o.AllowPlaintext,
+		}.Check()
+		if err != nil {
+			return "", fmt.Errorf("--kube-api-address: %w", err)
+		}
+		if warning == "" {
+			warning = kwarn
+		}
 	}
 	if o.AuthMode == auth.ModeMTLS && len(cfg.MTLSClients) == 0 {
 		return "", fmt.Errorf("--auth-mode=mtls: config %s has no mtlsClients, so every client would be refused; map certificate identities to resources there (docs/configuration.md)", o.ConfigPath)

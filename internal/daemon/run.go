@@ -20,7 +20,7 @@ import (
 // has exited.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.log.Info("informerd is listening", "grpc", d.GRPCAddr(), "tls", d.grpcTLS, "auth", d.authMode,
-		"metrics", d.MetricsURL()+"/metrics")
+		"metrics", d.MetricsURL()+"/metrics", "kube-api", d.KubeAPIURL())
 	var g run.Group
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -32,6 +32,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// run.Group interrupts the parts in the order they were added: health
 	// and gRPC first, then metrics, then the caches.
 	g.Add(func() error { return d.grpcSrv.Serve(d.grpcLis) }, func(error) { d.stopGRPC() })
+	if d.kubeSrv != nil {
+		g.Add(func() error {
+			if err := d.kubeSrv.Serve(d.kubeLis); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		}, func(error) { d.stopKubeAPI() })
+	}
 	g.Add(func() error {
 		if err := d.httpSrv.Serve(d.metricsLis); !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -63,5 +71,17 @@ func (d *Daemon) stopGRPC() {
 	case <-time.After(d.shutdownTimeout):
 		d.grpcSrv.Stop()
 		<-stopped
+	}
+}
+
+// stopKubeAPI ends the Kubernetes API's watches (their clients watch again
+// from their last resourceVersion), then lets other requests finish within
+// the shutdown timeout and cuts them after it.
+func (d *Daemon) stopKubeAPI() {
+	d.kubeAPI.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), d.shutdownTimeout)
+	defer cancel()
+	if err := d.kubeSrv.Shutdown(ctx); err != nil {
+		_ = d.kubeSrv.Close()
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/informerd/informerd/internal/auth"
 	"github.com/informerd/informerd/internal/config"
 	"github.com/informerd/informerd/internal/health"
+	"github.com/informerd/informerd/internal/kubeapi"
 	"github.com/informerd/informerd/internal/limits"
 	"github.com/informerd/informerd/internal/metrics"
 	"github.com/informerd/informerd/internal/pipeline"
@@ -57,7 +58,20 @@ func (d *Daemon) wire(o Options, cfg *config.Config, restConfig *rest.Config, cr
 	grpcMetrics.InitializeMetrics(d.grpcSrv)
 	d.reg.MustRegister(metrics.NewCollector(d.caches))
 	reflection.Register(d.grpcSrv)
-	return nil
+	if o.KubeAPIAddress == "" {
+		return nil
+	}
+	d.kubeAPI, err = kubeapi.New(kubeapi.Options{
+		Caches:        d.caches,
+		Upstream:      restConfig,
+		Authenticator: sopts.Authenticator,
+		Authorizer:    sopts.Authorizer,
+		MaxWatches:    sopts.MaxWatches,
+		MaxPageSize:   sopts.MaxPageSize,
+		Observer:      metrics.NewKubeAPI(d.reg),
+		Log:           d.log.With("listener", "kube-api"),
+	})
+	return err
 }
 
 // serverOptions are the CacheService's options: the injected ones, or
