@@ -63,8 +63,8 @@ type Daemon struct {
 	grpcCert *transport.TLS
 
 	grpcLis, metricsLis, kubeLis net.Listener
-	grpcTLS             bool
-	metricsScheme       string
+	grpcTLS                      bool
+	metricsScheme                string
 }
 
 // New builds informerd: it validates o, checks that the API server answers,
