@@ -90,8 +90,8 @@ func newSelector(opts *metainternalversion.ListOptions, namespace string, indexN
 				return s, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
 			}
 			// The first equality on an indexed field is served through
-			// its index.
-			if s.sel.Index < 0 && req.Operator != selection.NotEquals {
+			// its index; an empty value (the field absent) is in no index.
+			if s.sel.Index < 0 && req.Operator != selection.NotEquals && req.Value != "" {
 				s.sel.Index, s.sel.Values = c.index, []string{req.Value}
 			}
 		}
