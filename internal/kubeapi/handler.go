@@ -106,6 +106,7 @@ type Handler struct {
 	infos     *request.RequestInfoFactory
 	forward   http.Handler
 	discovery *discovery
+	columns   *printerColumns
 	upstream  *upstreamRV
 	watches   atomic.Int64
 
@@ -159,6 +160,10 @@ func New(o Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	cols, err := newPrinterColumns(o.Upstream, o.DiscoveryTTL)
+	if err != nil {
+		return nil, err
+	}
 	return &Handler{
 		opts: o,
 		infos: &request.RequestInfoFactory{
@@ -167,6 +172,7 @@ func New(o Options) (*Handler, error) {
 		},
 		forward:   fwd,
 		discovery: disc,
+		columns:   cols,
 		upstream:  up,
 		stopping:  make(chan struct{}),
 	}, nil

@@ -49,19 +49,25 @@ type fixture struct {
 
 func setup(t *testing.T, ns string) *fixture {
 	t.Helper()
-	direct := kubernetes.NewForConfigOrDie(env.Config)
-	ctx := context.Background()
-	if _, err := direct.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := config.Parse([]byte(`
+	return setupWith(t, ns, `
 transform: {stripManagedFields: false}
 resources:
   - resource: configmaps
   - resource: pods
     indexes:
       - {name: node, jsonpath: "{.spec.nodeName}"}
-`))
+`)
+}
+
+// setupWith is setup with the configuration yaml.
+func setupWith(t *testing.T, ns, yaml string) *fixture {
+	t.Helper()
+	direct := kubernetes.NewForConfigOrDie(env.Config)
+	ctx := context.Background()
+	if _, err := direct.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}

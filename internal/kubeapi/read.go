@@ -65,7 +65,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, res pipeline.Serve
 		return
 	}
 	if t, ok := tableRequested(r); ok {
-		h.writeTable(w, t, res, []*object.Object{o}, "", "")
+		h.writeTable(w, r, t, res, []*object.Object{o}, "", "")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -142,7 +142,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res pipeline.Serv
 		token = indexer.Continue{RV: rv, LastKey: objs[len(objs)-1].Key}.Encode()
 	}
 	if t, ok := tableRequested(r); ok {
-		h.writeTable(w, t, res, objs, rv, token)
+		h.writeTable(w, r, t, res, objs, rv, token)
 		return
 	}
 	writeList(w, res, objs, rv, token)

@@ -57,9 +57,10 @@ func tableRequested(r *http.Request) (tableOptions, bool) {
 }
 
 // Table columns: what kube-apiserver prints for a resource without
-// printer columns of its own (a CRD without additionalPrinterColumns).
-// Built-in types get these two too, not the API server's type-specific
-// columns (kubectl get pods shows NAME and AGE, not READY or STATUS).
+// printer columns of its own (a CRD without additionalPrinterColumns; a
+// CRD's own columns follow Name). Built-in types get these two too, not the
+// API server's type-specific columns (kubectl get pods shows NAME and AGE,
+// not READY or STATUS).
 var tableColumns = []metav1.TableColumnDefinition{
 	{Name: "Name", Type: "string", Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]},
 	{Name: "Age", Type: "string", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]},
@@ -68,24 +69,31 @@ var tableColumns = []metav1.TableColumnDefinition{
 func oneObject(o *object.Object) []*object.Object { return []*object.Object{o} }
 
 // writeTable writes objs as a Table.
-func (h *Handler) writeTable(w http.ResponseWriter, t tableOptions, res pipeline.Served, objs []*object.Object, rv, token string) {
+func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, t tableOptions, res pipeline.Served, objs []*object.Object, rv, token string) {
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(h.tableJSON(t, res, objs, rv, token))
+	_, _ = w.Write(h.tableJSON(h.columns.get(r.Context(), res.Resolved().GVR), t, objs, rv, token))
 }
 
-// tableJSON encodes objs as a meta.k8s.io/v1 Table, each row's object (its
-// metadata by default) embedded from the cached JSON.
-func (h *Handler) tableJSON(t tableOptions, res pipeline.Served, objs []*object.Object, rv, token string) []byte {
+// tableJSON encodes objs as a meta.k8s.io/v1 Table with cols, each row's
+// object (its metadata by default) embedded from the cached JSON.
+func (h *Handler) tableJSON(cols *columns, t tableOptions, objs []*object.Object, rv, token string) []byte {
 	now := time.Now()
 	rows := make([]metav1.TableRow, 0, len(objs))
 	for _, o := range objs {
-		age := "<unknown>"
-		if ts, err := jsonparser.GetString(o.JSON, "metadata", "creationTimestamp"); err == nil {
-			if created, err := time.Parse(time.RFC3339, ts); err == nil {
-				age = duration.HumanDuration(now.Sub(created))
+		row := metav1.TableRow{Cells: []any{o.Name}}
+		if len(cols.defs) > 0 {
+			var obj map[string]any
+			_ = json.Unmarshal(o.JSON, &obj)
+			row.Cells = append(row.Cells, cols.cells(obj, now)...)
+		} else {
+			age := "<unknown>"
+			if ts, err := jsonparser.GetString(o.JSON, "metadata", "creationTimestamp"); err == nil {
+				if created, err := time.Parse(time.RFC3339, ts); err == nil {
+					age = duration.HumanDuration(now.Sub(created))
+				}
 			}
+			row.Cells = append(row.Cells, age)
 		}
-		row := metav1.TableRow{Cells: []any{o.Name, age}}
 		switch t.include {
 		case metav1.IncludeObject:
 			row.Object.Raw = o.JSON
@@ -102,7 +110,7 @@ func (h *Handler) tableJSON(t tableOptions, res pipeline.Served, objs []*object.
 	table := metav1.Table{
 		TypeMeta:          metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},
 		ListMeta:          metav1.ListMeta{ResourceVersion: rv, Continue: token},
-		ColumnDefinitions: tableColumns,
+		ColumnDefinitions: cols.definitions(),
 		Rows:              rows,
 	}
 	b, err := json.Marshal(&table)

@@ -83,6 +83,9 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res pipeline.Ser
 	watcher, items, at, err := res.Hub().Watch(wopts)
 	table, asTable := tableRequested(r)
 	ew := &eventWriter{h: h, res: res, rc: http.NewResponseController(w), table: table, asTable: asTable}
+	if asTable {
+		ew.cols = h.columns.get(r.Context(), res.Resolved().GVR)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	ew.b = bufio.NewWriterSize(w, 32<<10)
@@ -154,6 +157,7 @@ type eventWriter struct {
 	b       *bufio.Writer
 	rc      *http.ResponseController
 	table   tableOptions
+	cols    *columns
 	asTable bool
 	failed  bool
 }
@@ -168,7 +172,7 @@ func (e *eventWriter) write(items []fanout.Item) bool {
 		}
 		obj := it.Object.JSON
 		if e.asTable {
-			obj = e.h.tableJSON(e.table, e.res, oneObject(it.Object), "", "")
+			obj = e.h.tableJSON(e.cols, e.table, oneObject(it.Object), "", "")
 		}
 		e.raw(string(it.Type), obj)
 	}

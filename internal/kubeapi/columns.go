@@ -1,0 +1,139 @@
+package kubeapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/jsonpath"
+)
+
+// printerColumns are a CRD's additionalPrinterColumns for one version, read
+// from the API server with informerd's credentials and kept for a TTL;
+// built-in resources have none (kubectl shows NAME and AGE for them).
+type printerColumns struct {
+	client *http.Client
+	host   string
+	ttl    time.Duration
+
+	mu   sync.Mutex
+	byGV map[schema.GroupVersionResource]*columns
+}
+
+// columns is one resource's printer columns, with their parsed JSONPaths.
+type columns struct {
+	fetched time.Time
+	defs    []apiextensionsv1.CustomResourceColumnDefinition
+	paths   []*jsonpath.JSONPath
+}
+
+func newPrinterColumns(cfg *rest.Config, ttl time.Duration) (*printerColumns, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeapi: client for CRDs: %w", err)
+	}
+	host, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &printerColumns{client: hc, host: strings.TrimSuffix(host.String(), "/"), ttl: ttl, byGV: map[schema.GroupVersionResource]*columns{}}, nil
+}
+
+// get returns gvr's columns; none for a built-in resource, or when the CRD
+// cannot be read (the table then has NAME and AGE only).
+func (p *printerColumns) get(ctx context.Context, gvr schema.GroupVersionResource) *columns {
+	if gvr.Group == "" || !strings.Contains(gvr.Group, ".") {
+		return &columns{} // core and built-in groups ("apps", "batch") have no CRD
+	}
+	p.mu.Lock()
+	c, ok := p.byGV[gvr]
+	p.mu.Unlock()
+	if ok && time.Since(c.fetched) < p.ttl {
+		return c
+	}
+	c = p.fetch(ctx, gvr)
+	p.mu.Lock()
+	p.byGV[gvr] = c // bounded: only cached resources are asked for
+	p.mu.Unlock()
+	return c
+}
+
+func (p *printerColumns) fetch(ctx context.Context, gvr schema.GroupVersionResource) *columns {
+	c := &columns{fetched: time.Now()}
+	url := p.host + "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + gvr.Resource + "." + gvr.Group
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return c
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return c
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return c
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&crd); err != nil {
+		return c
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Name != gvr.Version {
+			continue
+		}
+		for _, col := range v.AdditionalPrinterColumns {
+			jp := jsonpath.New(col.Name).AllowMissingKeys(true)
+			if jp.Parse("{"+col.JSONPath+"}") != nil {
+				continue
+			}
+			c.defs, c.paths = append(c.defs, col), append(c.paths, jp)
+		}
+	}
+	return c
+}
+
+// definitions are the table's columns: Name, then the CRD's, or Age when
+// it has none (as kube-apiserver prints a CRD without columns).
+func (c *columns) definitions() []metav1.TableColumnDefinition {
+	if len(c.defs) == 0 {
+		return tableColumns
+	}
+	out := []metav1.TableColumnDefinition{tableColumns[0]}
+	for _, d := range c.defs {
+		out = append(out, metav1.TableColumnDefinition{Name: d.Name, Type: d.Type, Format: d.Format, Description: d.Description, Priority: d.Priority})
+	}
+	return out
+}
+
+// cells evaluates the CRD's columns on obj (decoded JSON), formatting dates
+// as ages, as kube-apiserver does.
+func (c *columns) cells(obj map[string]any, now time.Time) []any {
+	out := make([]any, 0, len(c.defs))
+	for i, d := range c.defs {
+		results, err := c.paths[i].FindResults(obj)
+		if err != nil || len(results) == 0 || len(results[0]) == 0 {
+			out = append(out, nil)
+			continue
+		}
+		v := results[0][0].Interface()
+		if d.Type == "date" {
+			if s, ok := v.(string); ok {
+				if t, err := time.Parse(time.RFC3339, s); err == nil {
+					v = duration.HumanDuration(now.Sub(t))
+				}
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}

@@ -1,0 +1,122 @@
+package kubeapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/informerd/informerd/internal/testenv"
+)
+
+const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+// table asks c for path as a Table, as kubectl get does.
+func table(t *testing.T, c rest.Interface, path string) *metav1.Table {
+	t.Helper()
+	body, err := c.Get().AbsPath(path).SetHeader("Accept", tableAccept).DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("GET %s as a Table: %v", path, err)
+	}
+	var tb metav1.Table
+	if err := json.Unmarshal(body, &tb); err != nil || tb.Kind != "Table" {
+		t.Fatalf("GET %s as a Table: %v, kind %q: %s", path, err, tb.Kind, body)
+	}
+	return &tb
+}
+
+// rows are a table's cells, with columns of type date left out (an age
+// changes by the second).
+func rows(tb *metav1.Table) [][]any {
+	var out [][]any
+	for _, r := range tb.Rows {
+		var cells []any
+		for i, c := range r.Cells {
+			if i < len(tb.ColumnDefinitions) && tb.ColumnDefinitions[i].Type != "date" && tb.ColumnDefinitions[i].Name != "Age" {
+				cells = append(cells, c)
+			}
+		}
+		out = append(out, cells)
+	}
+	return out
+}
+
+func columnNames(tb *metav1.Table) []string {
+	var out []string
+	for _, c := range tb.ColumnDefinitions {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// TestTableOfACustomResource prints a CRD's additionalPrinterColumns as the
+// API server does.
+func TestTableOfACustomResource(t *testing.T) {
+	ctx := context.Background()
+	dyn := dynamic.NewForConfigOrDie(env.Config)
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "gadgets.kapi.example.com"},
+		"spec": map[string]any{
+			"group": "kapi.example.com",
+			"names": map[string]any{"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+			"scope": "Namespaced",
+			"versions": []any{map[string]any{
+				"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+				"additionalPrinterColumns": []any{
+					map[string]any{"name": "Color", "type": "string", "jsonPath": ".spec.color"},
+					map[string]any{"name": "Size", "type": "integer", "jsonPath": ".spec.size", "priority": int64(1)},
+					map[string]any{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+				},
+			}},
+		},
+	}}
+	if _, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const ns = "kapi-table"
+	f := setupWith(t, ns, "resources: [{resource: gadgets.kapi.example.com}, {resource: configmaps}]")
+	gadgets := schema.GroupVersionResource{Group: "kapi.example.com", Version: "v1", Resource: "gadgets"}
+	var last string
+	for i, color := range []string{"red", "blue"} {
+		g, err := dyn.Resource(gadgets).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "kapi.example.com/v1", "kind": "Gadget",
+			"metadata": map[string]any{"name": color},
+			"spec":     map[string]any{"color": color, "size": int64(i + 1)},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = g.GetResourceVersion()
+	}
+	testenv.Eventually(t, time.Minute, "gadgets cached", func() bool {
+		p, ok := f.set.Lookup("gadgets.kapi.example.com")
+		return ok && p.Cache().Stats().Synced && p.Cache().WaitFor(ctx, last) == nil
+	})
+	direct, cached := f.direct.CoreV1().RESTClient(), f.cached.CoreV1().RESTClient()
+	for _, path := range []string{"/apis/kapi.example.com/v1/namespaces/" + ns + "/gadgets", "/apis/kapi.example.com/v1/namespaces/" + ns + "/gadgets/red", "/api/v1/namespaces/" + ns + "/configmaps"} {
+		want, got := table(t, direct, path), table(t, cached, path)
+		if path[1:4] == "api" && path[5] == 'v' {
+			// A built-in type: informerd prints NAME and AGE only.
+			if diff := cmp.Diff([]string{"Name", "Age"}, columnNames(got)); diff != "" {
+				t.Errorf("%s columns (-want +informerd):\n%s", path, diff)
+			}
+			continue
+		}
+		if diff := cmp.Diff(columnNames(want), columnNames(got)); diff != "" {
+			t.Errorf("%s columns (-api server +informerd):\n%s", path, diff)
+		}
+		if diff := cmp.Diff(rows(want), rows(got)); diff != "" {
+			t.Errorf("%s rows (-api server +informerd):\n%s", path, diff)
+		}
+	}
+}
