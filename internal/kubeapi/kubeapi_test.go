@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/informerd/informerd/internal/config"
 	"github.com/informerd/informerd/internal/kubeapi"
@@ -504,3 +509,79 @@ func TestDiscovery(t *testing.T) {
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// serviceAccountToken creates ServiceAccount name in ns, bound to a Role
+// with verbs on configmaps, and returns a token for the API server.
+func serviceAccountToken(t *testing.T, kube *kubernetes.Clientset, ns, name string, verbs ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: verbs}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// TestControllerRuntimeManager runs an unmodified controller-runtime
+// manager against informerd: its cache reads through informerd's watch,
+// its writes are forwarded with its token.
+func TestControllerRuntimeManager(t *testing.T) {
+	const ns = "kapi-manager"
+	f := setup(t, ns)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := f.direct.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "existing"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(f.cachedConfig)
+	cfg.BearerToken = serviceAccountToken(t, f.direct, ns, "manager", "get", "list", "watch", "create")
+	mgr, err := manager.New(cfg, manager.Options{
+		Cache:                  crcache.Options{DefaultNamespaces: map[string]crcache.Config{ns: {}}},
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 logr.Discard(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	sctx, scancel := context.WithTimeout(ctx, time.Minute)
+	defer scancel()
+	c := mgr.GetClient()
+	var cms corev1.ConfigMapList
+	testenv.Eventually(t, time.Minute, "the manager's cache to list through informerd", func() bool {
+		return c.List(sctx, &cms, crclient.InNamespace(ns)) == nil && len(cms.Items) == 1
+	})
+	if err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "created", Namespace: ns}}); err != nil {
+		t.Fatalf("create through the manager's client (forwarded): %v", err)
+	}
+	testenv.Eventually(t, time.Minute, "the manager's cache to see its own write", func() bool {
+		var cm corev1.ConfigMap
+		return c.Get(ctx, crclient.ObjectKey{Namespace: ns, Name: "created"}, &cm) == nil
+	})
+}
