@@ -164,7 +164,7 @@ func resumable(err error) bool {
 	if !errors.As(client.FromError(err), &e) {
 		return false
 	}
-	return e.Code == codes.Unavailable || e.Reason == client.ReasonSlowConsumer
+	return e.Code == codes.Unavailable || e.Reason == pb.ErrorReason_SLOW_CONSUMER
 }
 
 func printEvent(w io.Writer, format string, ev *pb.WatchResponse) error {
