@@ -1,6 +1,7 @@
-// Command informerctl reads Kubernetes objects from informerd's cache: get,
-// list and watch them, list the served resources, and summarize health and
-// lag from the metrics endpoint. `informerctl --help` lists the commands;
+// Command informerctl reads Kubernetes objects from informerd's cache as
+// kubectl reads them from the API server (get TYPE [NAME], -w to watch),
+// lists the served resources, and summarizes health and lag from the
+// metrics address. `informerctl --help` lists the commands;
 // docs/clients.md describes them.
 package main
 

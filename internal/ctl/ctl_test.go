@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -20,9 +24,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/ctl"
+	"github.com/informerd/informerd/internal/health"
 	"github.com/informerd/informerd/internal/testenv"
 	"github.com/informerd/informerd/internal/testserver"
+	"github.com/informerd/informerd/pkg/client"
 )
 
 var env *testenv.Env
@@ -135,6 +142,31 @@ func TestGetListResources(t *testing.T) {
 				t.Errorf("table:\n%s", out)
 			}
 		}},
+		{name: "get TYPE lists, as kubectl", args: []string{"get", "configmaps", "-n", ns, "-o", "name"}, check: func(t *testing.T, out string) {
+			if out != "configmaps/a\nconfigmaps/b\nconfigmaps/c\n" {
+				t.Errorf("output %q", out)
+			}
+		}},
+		{name: "get -A", args: []string{"get", "configmaps", "-A", "-l", "app=db", "-o", "name"}, check: func(t *testing.T, out string) {
+			if out != "configmaps/b\n" {
+				t.Errorf("output %q", out)
+			}
+		}},
+		{name: "get -o wide", args: []string{"get", "configmaps", "-n", ns, "--index", "app=web", "-o", "wide"}, check: func(t *testing.T, out string) {
+			var got []string
+			for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+				f := strings.Fields(l)
+				got = append(got, f[0]+" "+f[len(f)-1])
+			}
+			if diff := cmp.Diff([]string{"NAME LABELS", "a app=web", "c app=web"}, got); diff != "" {
+				t.Errorf("wide table (-want +got):\n%s\n%s", diff, out)
+			}
+		}},
+		{name: "get TYPE/NAME", args: []string{"get", "configmaps/b", "-n", ns, "-o", "name"}, check: func(t *testing.T, out string) {
+			if out != "configmaps/b\n" {
+				t.Errorf("output %q", out)
+			}
+		}},
 		{name: "get JSON", args: []string{"get", "configmaps", "b", "-n", ns, "-o", "json"}, check: func(t *testing.T, out string) {
 			var cm corev1.ConfigMap
 			if err := json.Unmarshal([]byte(out), &cm); err != nil || cm.Name != "b" || cm.Kind != "ConfigMap" || cm.Labels["app"] != "db" {
@@ -194,6 +226,8 @@ func TestErrorMessages(t *testing.T) {
 		want []string
 	}{
 		{name: "no such object", args: []string{"get", "configmaps", "nope", "-n", ns}, want: []string{"not found:", `"ctl-errors/nope" not found`}},
+		{name: "no such object, no namespace", args: []string{"get", "configmaps", "a"}, want: []string{"not found:", "needs -n NAMESPACE"}},
+		{name: "no such object to watch", args: []string{"get", "configmaps", "nope", "-n", ns, "-w"}, want: []string{"not found:", `configmaps "nope" in namespace ctl-errors`}},
 		{name: "no such resource", args: []string{"list", "widgets"}, want: []string{"not found:", "served: configmaps", "`informerctl resources` lists them"}},
 		{name: "bad label selector", args: []string{"list", "configmaps", "-l", "a in ("}, want: []string{"invalid request:", "label_selector"}},
 		{name: "unknown index", args: []string{"list", "configmaps", "--index", "node=n1"}, want: []string{"invalid request:", `index "node" does not exist`, "[namespace app]"}},
@@ -202,7 +236,18 @@ func TestErrorMessages(t *testing.T) {
 		{name: "not a resourceVersion", args: []string{"watch", "configmaps", "--resource-version", "x"}, want: []string{"invalid request:", "resource version"}},
 		{name: "not synced", args: []string{"--address", unsynced.Addr, "list", "gadgets.v1.example.com"}, want: []string{"not ready:", "has not synced", "informerctl status"}},
 		{name: "waiting for a resourceVersion times out", args: []string{"--timeout", "1s", "list", "configmaps", "--min-resource-version", "999999999"}, want: []string{"timed out", "--timeout"}},
-		{name: "unknown output", args: []string{"list", "configmaps", "-o", "wide"}, want: []string{`unknown output format "wide"`}},
+		{name: "unknown output", args: []string{"get", "configmaps", "-o", "foo"}, want: []string{`unknown output format "foo": use one of table, wide, json, yaml, name`}},
+		{name: "no type", args: []string{"get"}, want: []string{"name a resource type: informerctl get TYPE [NAME]", "informerctl resources"}},
+		{name: "too many names", args: []string{"get", "configmaps", "a", "b"}, want: []string{"too many arguments", "one object at a time"}},
+		{name: "TYPE/ without a name", args: []string{"get", "configmaps/"}, want: []string{"write TYPE/NAME"}},
+		{name: "-n and -A", args: []string{"get", "configmaps", "-n", ns, "-A"}, want: []string{"-n and -A"}},
+		{name: "NAME and a selector", args: []string{"get", "configmaps", "a", "-l", "app=web"}, want: []string{"NAME cannot be combined with -l"}},
+		{name: "NAME and -A", args: []string{"get", "configmaps", "a", "-A"}, want: []string{"NAME cannot be combined with -A"}},
+		{name: "NAME and --limit", args: []string{"get", "configmaps", "a", "--limit", "5"}, want: []string{"apply to lists"}},
+		{name: "a watch flag without -w", args: []string{"get", "configmaps", "--resource-version", "5"}, want: []string{"--resource-version applies to watches: add -w"}},
+		{name: "resourceVersion 0", args: []string{"watch", "configmaps", "--resource-version", "0"}, want: []string{"--resource-version 0"}},
+		{name: "watch an unserved type", args: []string{"watch", "widgets", "--resource-version", "5"}, want: []string{"not found:", `no resource "widgets"`, "served: configmaps"}},
+		{name: "watch a type not resolved yet", args: []string{"--address", unsynced.Addr, "watch", "gadgets.v1.example.com", "--resource-version", "5"}, want: []string{"not ready:", "informerctl status"}},
 		{name: "nobody listening", args: []string{"--address", "127.0.0.1:1", "resources"}, want: []string{"unavailable", "is it running there"}},
 		{name: "plaintext off loopback", args: []string{"--address", "informerd.example:50051", "resources"}, want: []string{"needs TLS"}},
 	}
@@ -242,7 +287,7 @@ func TestWatch(t *testing.T) {
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- ctl.Execute(ctx, []string{"--address", proxy.Addr(), "watch", "configmaps", "-n", ns, "-o", "json", "--max-events", "7", "--resume-backoff", "50ms"}, out, errOut)
+		done <- ctl.Execute(ctx, []string{"--address", proxy.Addr(), "watch", "configmaps", "-n", ns, "-o", "json", "--max-events", "7"}, out, errOut)
 	}()
 	printed := func(n int) func() bool { return func() bool { return len(events(t, out.String())) >= n } }
 	testenv.Eventually(t, time.Minute, "the three current objects", printed(3))
@@ -287,6 +332,7 @@ func TestWatch(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatalf("informerctl did not print 7 events within a minute; printed:\n%s\nstderr:\n%s", out.String(), errOut.String())
 	}
+	t.Logf("stderr of the watch:\n%s", errOut)
 	var got []ev
 	for _, e := range events(t, out.String()) {
 		got = append(got, ev{e.Type, e.Object.Metadata.Name, e.Object.Metadata.ResourceVersion})
@@ -316,6 +362,65 @@ func TestWatch(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantTable, strings.Join(gotTable, "\n")); diff != "" {
 		t.Errorf("resumed watch (-want +got):\n%s", diff)
+	}
+}
+
+// TestGetWatch: get -w prints the list, then every change after it; with
+// a NAME only that object's; --watch-only only the changes after it
+// started.
+func TestGetWatch(t *testing.T) {
+	const ns = "ctl-getwatch"
+	srv, kube := setup(t, ns)
+	cms := kube.CoreV1().ConfigMaps(ns)
+	ctx := context.Background()
+	type watcher struct {
+		out, errOut *syncBuffer
+		done        chan int
+	}
+	start := func(args ...string) watcher {
+		w := watcher{&syncBuffer{}, &syncBuffer{}, make(chan int, 1)}
+		go func() { w.done <- ctl.Execute(ctx, append([]string{"--address", srv.Addr}, args...), w.out, w.errOut) }()
+		return w
+	}
+	lines := func(w watcher, n int) func() bool {
+		return func() bool { return strings.Count(w.out.String(), "\n") >= n }
+	}
+
+	only := start("get", "configmaps", "-n", ns, "--watch-only", "-o", "name", "--max-events", "2")
+	testenv.Eventually(t, time.Minute, "the --watch-only watch to start", func() bool {
+		out, _, _ := run(ctx, "status", "--metrics-address", srv.MetricsURL, "-o", "json")
+		return strings.Contains(out, `"watchers": 1`)
+	})
+	all := start("get", "configmaps", "-n", ns, "-w", "-o", "name", "--max-events", "5")
+	one := start("get", "configmaps", "a", "-n", ns, "-w", "-o", "name", "--max-events", "2")
+	testenv.Eventually(t, time.Minute, "the lists", func() bool { return lines(all, 3)() && lines(one, 1)() })
+
+	for _, name := range []string{"c", "a"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "web"}}, Data: map[string]string{"k": "v"}}
+		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		w    watcher
+		want string
+	}{
+		{"get -w", all, "configmaps/a\nconfigmaps/b\nconfigmaps/c\nconfigmaps/c\nconfigmaps/a\n"},
+		{"get NAME -w", one, "configmaps/a\nconfigmaps/a\n"},
+		{"get --watch-only", only, "configmaps/c\nconfigmaps/a\n"},
+	} {
+		select {
+		case code := <-tt.w.done:
+			if code != 0 {
+				t.Errorf("%s: exit status %d: %s", tt.name, code, tt.w.errOut)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s did not end within a minute; printed:\n%s", tt.name, tt.w.out)
+		}
+		if diff := cmp.Diff(tt.want, tt.w.out.String()); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
 	}
 }
 
@@ -369,35 +474,44 @@ func TestStatus(t *testing.T) {
 	srv, _ := setup(t, "ctl-status")
 	ctx := context.Background()
 	t.Run("ready", func(t *testing.T) {
-		out, errOut, code := run(ctx, "status", "--metrics-address", srv.MetricsURL, "-o", "json")
-		if code != 0 {
-			t.Fatalf("exit status %d: %s", code, errOut)
-		}
-		var rep struct {
+		// An open watch shows in the figures only /metrics has.
+		wctx, stop := context.WithCancel(ctx)
+		watching := make(chan int, 1)
+		go func() {
+			watching <- ctl.Execute(wctx, []string{"--address", srv.Addr, "watch", "configmaps"}, io.Discard, io.Discard)
+		}()
+		defer func() { stop(); <-watching }()
+		type status struct {
 			Ready     bool `json:"ready"`
 			Resources []struct {
-				Resource         string   `json:"resource"`
-				Phase            string   `json:"phase"`
-				Synced           bool     `json:"synced"`
-				ResourceVersion  string   `json:"resourceVersion"`
-				Objects          float64  `json:"objects"`
-				StalenessSeconds *float64 `json:"stalenessSeconds"`
-				Relists          float64  `json:"relists"`
-				Watchers         float64  `json:"watchers"`
+				health.Resource
+				Watchers float64 `json:"watchers"`
 			} `json:"resources"`
 		}
-		if err := json.Unmarshal([]byte(out), &rep); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		if !rep.Ready || len(rep.Resources) != 1 {
-			t.Fatalf("status %s", out)
-		}
+		var rep status
+		testenv.Eventually(t, time.Minute, "status to count the watch", func() bool {
+			out, errOut, code := run(ctx, "status", "--metrics-address", srv.MetricsURL, "-o", "json")
+			if code != 0 {
+				t.Fatalf("exit status %d: %s", code, errOut)
+			}
+			rep = status{}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			return len(rep.Resources) == 1 && rep.Resources[0].Watchers == 1
+		})
 		r := rep.Resources[0]
-		if r.Resource != "configmaps" || r.Phase != "Synced" || !r.Synced || r.ResourceVersion == "" || r.Objects != 3 || r.Relists < 1 || r.StalenessSeconds == nil {
-			t.Errorf("configmaps: %+v", r)
+		if !rep.Ready || r.ResourceVersion == "" || r.StalenessSeconds == nil || r.Upstream == nil || r.Upstream.Relists < 1 {
+			t.Errorf("status %+v, want ready, a resourceVersion, a staleness and a relist", rep)
 		}
-		out, _, code = run(ctx, "status", "--metrics-address", strings.TrimPrefix(srv.MetricsURL, "http://"))
-		if code != 0 || !strings.Contains(out, "ready: every resource has synced") || !strings.HasPrefix(out, "RESOURCE ") {
+		want := health.Resource{Name: "configmaps", Resource: "configmaps", Phase: "Synced", Synced: true, Objects: 3}
+		if diff := cmp.Diff(want, r.Resource, cmpopts.IgnoreFields(health.Resource{}, "ResourceVersion", "StalenessSeconds", "Upstream")); diff != "" {
+			t.Errorf("configmaps (-want +got):\n%s", diff)
+		}
+		out, _, code := run(ctx, "status", "--metrics-address", strings.TrimPrefix(srv.MetricsURL, "http://"))
+		lines := strings.Split(out, "\n")
+		if code != 0 || !strings.Contains(out, "ready: every resource has synced") || !strings.HasPrefix(out, "RESOURCE ") ||
+			!strings.HasPrefix(strings.Join(strings.Fields(lines[1]), " "), "configmaps Synced true "+r.ResourceVersion+" 3 ") {
 			t.Errorf("table (exit status %d):\n%s", code, out)
 		}
 	})
@@ -408,6 +522,14 @@ func TestStatus(t *testing.T) {
 			t.Errorf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 		}
 	})
+	t.Run("a /readyz without JSON", func(t *testing.T) {
+		old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "configmaps: Synced rv=1 objects=0") }))
+		defer old.Close()
+		_, errOut, code := run(ctx, "status", "--metrics-address", old.URL)
+		if code != 1 || !strings.Contains(errOut, "not JSON") {
+			t.Errorf("exit status %d: %s", code, errOut)
+		}
+	})
 	t.Run("not a metrics address", func(t *testing.T) {
 		_, errOut, code := run(ctx, "status", "--metrics-address", "127.0.0.1:1")
 		if code != 1 || !strings.Contains(errOut, "cannot reach informerd's metrics endpoint") {
@@ -416,38 +538,137 @@ func TestStatus(t *testing.T) {
 	})
 }
 
-// TestExplain covers the status codes a test cannot easily provoke from a
-// real informerd here: each names its cause and what to do.
+// TestExplain covers what informerctl says for every status, by reason
+// where the status has one; the messages here are chosen to mislead a
+// reader of message text.
 func TestExplain(t *testing.T) {
-	withInfo := func(c codes.Code, reason string, meta map[string]string) error {
-		st, err := status.New(c, "msg").WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: "informerd.io", Metadata: meta})
+	const msg = "resource is not served"
+	withInfo := func(c codes.Code, reason pb.ErrorReason, meta map[string]string) error {
+		st, err := status.New(c, msg).WithDetails(&errdetails.ErrorInfo{Reason: reason.String(), Domain: "informerd.io", Metadata: meta})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return st.Err()
 	}
 	tests := []struct {
-		name string
-		err  error
-		want string
+		name   string
+		err    error
+		want   string
+		reason pb.ErrorReason
 	}{
-		{"unauthenticated", status.Error(codes.Unauthenticated, "msg"), "not authenticated: msg (pass --token-file"},
-		{"permission denied", status.Error(codes.PermissionDenied, "msg"), "permission denied: msg"},
-		{"limit", withInfo(codes.ResourceExhausted, "LIMIT_EXCEEDED", map[string]string{"limit": "max-watches"}), "refused by informerd's limit --max-watches: msg"},
-		{"slow consumer", withInfo(codes.ResourceExhausted, "SLOW_CONSUMER", map[string]string{"last_resource_version": "42"}), "ended at resourceVersion 42"},
-		{"message too large", status.Error(codes.ResourceExhausted, "msg"), "too large: msg"},
-		{"shutting down", withInfo(codes.Unavailable, "SHUTTING_DOWN", nil), "informerd is shutting down: msg"},
-		{"continue token expired", withInfo(codes.OutOfRange, "CONTINUE_TOKEN_EXPIRED", nil), "run the list again"},
-		{"internal", status.Error(codes.Internal, "msg"), "informerd failed (Internal): msg"},
+		{name: "resource not served", err: withInfo(codes.NotFound, pb.ErrorReason_RESOURCE_NOT_SERVED, nil), reason: pb.ErrorReason_RESOURCE_NOT_SERVED,
+			want: "not found: " + msg + " (`informerctl resources` lists them)"},
+		{name: "object not found", err: withInfo(codes.NotFound, pb.ErrorReason_OBJECT_NOT_FOUND, nil), reason: pb.ErrorReason_OBJECT_NOT_FOUND,
+			want: "not found: " + msg},
+		{name: "not found without a reason", err: status.Error(codes.NotFound, msg),
+			want: "not found: " + msg},
+		{name: "resourceVersion too old", err: withInfo(codes.OutOfRange, pb.ErrorReason_RESOURCE_VERSION_TOO_OLD, nil), reason: pb.ErrorReason_RESOURCE_VERSION_TOO_OLD,
+			want: "resourceVersion too old: " + msg + "; list again (`informerctl get TYPE -o json` shows the list's resourceVersion) and watch from that"},
+		{name: "continue token expired", err: withInfo(codes.OutOfRange, pb.ErrorReason_CONTINUE_TOKEN_EXPIRED, nil), reason: pb.ErrorReason_CONTINUE_TOKEN_EXPIRED,
+			want: "the list's snapshot left informerd's history between two pages: run the list again (a larger --limit needs fewer pages): " + msg},
+		{name: "not synced", err: withInfo(codes.Unavailable, pb.ErrorReason_CACHE_NOT_SYNCED, nil), reason: pb.ErrorReason_CACHE_NOT_SYNCED,
+			want: "not ready: " + msg + " (`informerctl status` shows each resource's state)"},
+		{name: "shutting down", err: withInfo(codes.Unavailable, pb.ErrorReason_SHUTTING_DOWN, nil), reason: pb.ErrorReason_SHUTTING_DOWN,
+			want: "informerd is shutting down: " + msg},
+		{name: "replica behind", err: withInfo(codes.Unavailable, pb.ErrorReason_RESOURCE_VERSION_AHEAD, nil), reason: pb.ErrorReason_RESOURCE_VERSION_AHEAD,
+			want: "this informerd has not caught up with that resourceVersion yet: " + msg + " (another replica may have; or retry)"},
+		{name: "auth unavailable", err: withInfo(codes.Unavailable, pb.ErrorReason_AUTH_UNAVAILABLE, nil), reason: pb.ErrorReason_AUTH_UNAVAILABLE,
+			want: "informerd cannot check this call's credentials with the API server right now: " + msg},
+		{name: "unreachable", err: status.Error(codes.Unavailable, msg),
+			want: "informerd at addr is unavailable: " + msg + " (is it running there? check --address and the TLS flags)"},
+		{name: "limit", err: withInfo(codes.ResourceExhausted, pb.ErrorReason_LIMIT_EXCEEDED, map[string]string{"limit": "max-watches"}), reason: pb.ErrorReason_LIMIT_EXCEEDED,
+			want: "refused by informerd's limit --max-watches: " + msg + "; retry later or close watches you do not need"},
+		{name: "slow consumer", err: withInfo(codes.ResourceExhausted, pb.ErrorReason_SLOW_CONSUMER, map[string]string{"last_resource_version": "42"}), reason: pb.ErrorReason_SLOW_CONSUMER,
+			want: "the watch fell behind informerd's history and was ended at resourceVersion 42: " + msg},
+		{name: "message too large", err: status.Error(codes.ResourceExhausted, msg),
+			want: "too large: " + msg},
+		{name: "invalid", err: status.Error(codes.InvalidArgument, msg),
+			want: "invalid request: " + msg},
+		{name: "unauthenticated", err: status.Error(codes.Unauthenticated, msg),
+			want: "not authenticated: " + msg + " (pass --token-file with a token for the audience informerd, or --cert-file and --key-file if informerd runs --auth-mode=mtls)"},
+		{name: "permission denied", err: status.Error(codes.PermissionDenied, msg),
+			want: "permission denied: " + msg},
+		{name: "deadline", err: status.Error(codes.DeadlineExceeded, msg),
+			want: "timed out: " + msg + " (raise --timeout, or check `informerctl status` for upstream trouble)"},
+		{name: "internal", err: status.Error(codes.Internal, msg),
+			want: "informerd failed (Internal): " + msg},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := ctl.Explain(tt.err, "addr"); !strings.Contains(got.Error(), tt.want) {
-				t.Errorf("%q, want it to contain %q", got, tt.want)
+			got := ctl.Explain(tt.err, "addr")
+			if diff := cmp.Diff(tt.want, got.Error()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if r := client.ReasonOf(got); r != tt.reason {
+				t.Errorf("the explained error's reason is %s, want %s kept", r, tt.reason)
 			}
 		})
 	}
 	if !errors.Is(ctl.Explain(context.Canceled, "addr"), context.Canceled) {
 		t.Error("a canceled context is no longer context.Canceled")
+	}
+}
+
+// TestEventError: what a watch says when RetryWatcher hands on an error
+// event and ends.
+func TestEventError(t *testing.T) {
+	tests := []struct {
+		name string
+		obj  any
+		want string
+	}{
+		{"410", &metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "informerd: gone"},
+			"resourceVersion too old: informerd: gone; list again (`informerctl get TYPE -o json` shows the list's resourceVersion) and watch from that"},
+		{"403", &metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden, Message: "informerd: no"}, "informerd: no"},
+		{"not a status", "x", "unexpected watch event x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, ctl.EventError(tt.obj).Error()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestServedAs resolves TYPE as kubectl does, against what ListResources
+// says.
+func TestServedAs(t *testing.T) {
+	served := []*pb.ResourceInfo{
+		{Name: "pods", Version: "v1", Kind: "Pod"},
+		{Name: "events", Version: "v1", Kind: "Event"},
+		{Name: "events.events.k8s.io", Group: "events.k8s.io", Version: "v1", Kind: "Event"},
+		{Name: "deployments.apps", Group: "apps", Version: "v1", Kind: "Deployment"},
+		{Name: "widgets.example.com", Group: "example.com", Version: "v1", Kind: "Widget"},
+		{Name: "gadgets.v1.example.com"}, // not resolved yet
+	}
+	tests := []struct {
+		name, arg, want, err string
+	}{
+		{name: "core", arg: "pods", want: "pods"},
+		{name: "canonical", arg: "deployments.apps", want: "deployments.apps"},
+		{name: "plural of a group", arg: "deployments", want: "deployments.apps"},
+		{name: "plural.version.group", arg: "widgets.v1.example.com", want: "widgets.example.com"},
+		{name: "the exact name wins over a plural", arg: "events", want: "events"},
+		{name: "wrong version", arg: "widgets.v2.example.com", err: `not found: informerd serves no resource "widgets.v2.example.com"; served: pods, events, events.events.k8s.io, deployments.apps, widgets.example.com, gadgets.v1.example.com (` + "`informerctl resources` lists them)"},
+		{name: "not resolved", arg: "gadgets.v1.example.com", err: "not ready: gadgets.v1.example.com has not been found in the API server's discovery yet (`informerctl status` shows why)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ctl.Match(served, tt.arg)
+			var got, gotErr string
+			if err != nil {
+				gotErr = err.Error()
+			} else {
+				got = r.GetName()
+			}
+			if diff := cmp.Diff([]string{tt.want, tt.err}, []string{got, gotErr}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	twice := append(served, &pb.ResourceInfo{Name: "deployments.example.com", Group: "example.com", Version: "v1", Kind: "Deployment"})
+	if _, err := ctl.Match(twice, "deployments"); err == nil || !strings.Contains(err.Error(), "ambiguous") {
+		t.Errorf("deployments in two groups: %v, want ambiguous", err)
 	}
 }

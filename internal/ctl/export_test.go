@@ -1,4 +1,9 @@
 package ctl
 
-// Explain is explain, for tests.
-var Explain = explain
+// Explain, EventError and Match are explain, eventError and match, for
+// tests.
+var (
+	Explain    = explain
+	EventError = eventError
+	Match      = match
+)

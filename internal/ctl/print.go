@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -19,10 +20,14 @@ import (
 // Output formats, as kubectl's -o.
 const (
 	formatTable = "table"
+	formatWide  = "wide"
 	formatJSON  = "json"
 	formatYAML  = "yaml"
 	formatName  = "name"
 )
+
+// objectFormats are the -o values of get, list and watch.
+var objectFormats = []string{formatTable, formatWide, formatJSON, formatYAML, formatName}
 
 func addOutputFlag(cmd *cobra.Command, p *string, formats ...string) {
 	cmd.Flags().StringVarP(p, "output", "o", formatTable, "output format: "+strings.Join(formats, ", "))
@@ -60,22 +65,42 @@ type kubeList struct {
 	Items      []json.RawMessage `json:"items"`
 }
 
-// meta is what the table shows of an object.
+// meta is what the tables show of an object besides its name.
 type meta struct {
 	Metadata struct {
-		CreationTimestamp time.Time `json:"creationTimestamp"`
+		CreationTimestamp time.Time         `json:"creationTimestamp"`
+		Labels            map[string]string `json:"labels"`
 	} `json:"metadata"`
 }
 
-func age(o *pb.Object, now time.Time) string {
+func metaOf(o *pb.Object) (meta, bool) {
 	var m meta
-	if err := json.Unmarshal(o.GetJson(), &m); err != nil || m.Metadata.CreationTimestamp.IsZero() {
+	err := json.Unmarshal(o.GetJson(), &m)
+	return m, err == nil
+}
+
+func age(o *pb.Object, now time.Time) string {
+	m, ok := metaOf(o)
+	if !ok || m.Metadata.CreationTimestamp.IsZero() {
 		return "<unknown>"
 	}
 	return duration.HumanDuration(now.Sub(m.Metadata.CreationTimestamp))
 }
 
-// printObjects prints the objects of a get or list.
+// labels is the LABELS column of -o wide, as kubectl's --show-labels.
+func labels(o *pb.Object) string {
+	m, _ := metaOf(o)
+	if len(m.Metadata.Labels) == 0 {
+		return "<none>"
+	}
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(m.Metadata.Labels)) {
+		kv = append(kv, k+"="+m.Metadata.Labels[k])
+	}
+	return strings.Join(kv, ",")
+}
+
+// printObjects prints the objects of a get (single) or a list.
 func printObjects(w io.Writer, format, resource string, objs []*pb.Object, rv string, single, namespaceColumn bool) error {
 	switch format {
 	case formatJSON, formatYAML:
@@ -93,17 +118,87 @@ func printObjects(w io.Writer, format, resource string, objs []*pb.Object, rv st
 		}
 		return nil
 	}
+	wide := format == formatWide
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	if namespaceColumn {
 		fmt.Fprint(tw, "NAMESPACE\t")
 	}
-	fmt.Fprintln(tw, "NAME\tRESOURCEVERSION\tAGE")
+	fmt.Fprint(tw, "NAME\tRESOURCEVERSION\tAGE")
+	if wide {
+		fmt.Fprint(tw, "\tLABELS")
+	}
+	fmt.Fprintln(tw)
 	now := time.Now()
 	for _, o := range objs {
 		if namespaceColumn {
 			fmt.Fprintf(tw, "%s\t", o.GetNamespace())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", o.GetName(), o.GetResourceVersion(), age(o, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s", o.GetName(), o.GetResourceVersion(), age(o, now))
+		if wide {
+			fmt.Fprintf(tw, "\t%s", labels(o))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// watchEvent is how -o json and -o yaml print an event.
+type watchEvent struct {
+	Type            string          `json:"type"`
+	ResourceVersion string          `json:"resourceVersion"`
+	Object          json.RawMessage `json:"object,omitempty"`
+}
+
+// eventPrinter prints the events of a watch, one at a time as they come:
+// the tables have fixed columns instead of aligned ones.
+type eventPrinter struct {
+	w        io.Writer
+	format   string
+	resource string
+}
+
+// The rows of the event tables: EVENT, NAMESPACE, NAME, RESOURCEVERSION,
+// and LABELS for -o wide.
+const (
+	eventRow     = "%-10s %-20s %-40s %s\n"
+	wideEventRow = "%-10s %-20s %-40s %-16s %s\n"
+)
+
+// header prints the table's header, if the format has one.
+func (p eventPrinter) header() {
+	switch p.format {
+	case formatTable:
+		fmt.Fprintf(p.w, eventRow, "EVENT", "NAMESPACE", "NAME", "RESOURCEVERSION")
+	case formatWide:
+		fmt.Fprintf(p.w, wideEventRow, "EVENT", "NAMESPACE", "NAME", "RESOURCEVERSION", "LABELS")
+	}
+}
+
+// print prints one event: typ is ADDED, MODIFIED or DELETED; rv is the
+// resourceVersion to resume after it.
+func (p eventPrinter) print(typ, rv string, o *pb.Object) error {
+	switch p.format {
+	case formatJSON, formatYAML:
+		b, err := json.Marshal(watchEvent{Type: typ, ResourceVersion: rv, Object: o.GetJson()})
+		if err != nil {
+			return err
+		}
+		if p.format == formatJSON {
+			_, err = fmt.Fprintf(p.w, "%s\n", b)
+			return err
+		}
+		if b, err = yaml.JSONToYAML(b); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(p.w, "---\n%s", b)
+		return err
+	case formatName:
+		_, err := fmt.Fprintf(p.w, "%s/%s\n", p.resource, o.GetName())
+		return err
+	case formatWide:
+		_, err := fmt.Fprintf(p.w, wideEventRow, typ, o.GetNamespace(), o.GetName(), rv, labels(o))
+		return err
+	}
+	_, err := fmt.Fprintf(p.w, eventRow, typ, o.GetNamespace(), o.GetName(), rv)
+	return err
 }

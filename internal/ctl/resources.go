@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 )
@@ -34,14 +35,17 @@ func newResources(o *options) *cobra.Command {
 			if err := checkFormat(format, formatTable, formatJSON, formatYAML, formatName); err != nil {
 				return err
 			}
-			resp, err := call(cmd.Context(), o, func(ctx context.Context, c pb.CacheServiceClient) (*pb.ListResourcesResponse, error) {
-				return c.ListResources(ctx, &pb.ListResourcesRequest{})
-			})
+			conn, c, err := o.dial()
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			served, err := listResources(cmd.Context(), o, c)
 			if err != nil {
 				return err
 			}
 			var rs []resource
-			for _, r := range resp.GetResources() {
+			for _, r := range served {
 				rs = append(rs, resource{Name: r.GetName(), Group: r.GetGroup(), Version: r.GetVersion(), Kind: r.GetKind(), Namespaced: r.GetNamespaced(),
 					Indexes: r.GetIndexes(), Synced: r.GetSynced(), ResourceVersion: r.GetResourceVersion(), Objects: r.GetObjectCount()})
 			}
@@ -68,4 +72,61 @@ func newResources(o *options) *cobra.Command {
 	}
 	addOutputFlag(cmd, &format, formatTable, formatJSON, formatYAML, formatName)
 	return cmd
+}
+
+// servedAs finds the resource informerd serves under name, as kubectl
+// resolves a resource type: by the name ListResources gives it, or by a
+// name it may be configured by (plural alone, or plural.version.group).
+func servedAs(ctx context.Context, o *options, c pb.CacheServiceClient, name string) (*pb.ResourceInfo, error) {
+	served, err := listResources(ctx, o, c)
+	if err != nil {
+		return nil, err
+	}
+	return match(served, name)
+}
+
+func listResources(ctx context.Context, o *options, c pb.CacheServiceClient) ([]*pb.ResourceInfo, error) {
+	var resp *pb.ListResourcesResponse
+	err := o.unary(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.ListResources(ctx, &pb.ListResourcesRequest{})
+		return err
+	})
+	return resp.GetResources(), err
+}
+
+// match is servedAs's choice among the served resources.
+func match(resources []*pb.ResourceInfo, name string) (*pb.ResourceInfo, error) {
+	full, gr := schema.ParseResourceArg(name)
+	var found, byPlural []*pb.ResourceInfo
+	var served []string
+	for _, r := range resources {
+		served = append(served, r.GetName())
+		plural := r.GetName()
+		if r.GetGroup() != "" {
+			plural = strings.TrimSuffix(plural, "."+r.GetGroup())
+		}
+		gvr := schema.GroupVersionResource{Group: r.GetGroup(), Version: r.GetVersion(), Resource: plural}
+		switch {
+		case r.GetName() == name, full != nil && *full == gvr:
+			found = append(found, r)
+		case gr.Group == "" && gr.Resource == plural:
+			byPlural = append(byPlural, r)
+		}
+	}
+	if len(found) == 0 {
+		found = byPlural
+	}
+	switch {
+	case len(found) == 0:
+		return nil, fmt.Errorf("not found: informerd serves no resource %q; served: %s (`informerctl resources` lists them)", name, strings.Join(served, ", "))
+	case len(found) > 1:
+		var names []string
+		for _, r := range found {
+			names = append(names, r.GetName())
+		}
+		return nil, fmt.Errorf("%q is ambiguous: informerd serves %s; name one of them", name, strings.Join(names, " and "))
+	case found[0].GetKind() == "":
+		return nil, fmt.Errorf("not ready: %s has not been found in the API server's discovery yet (`informerctl status` shows why)", name)
+	}
+	return found[0], nil
 }

@@ -1,6 +1,7 @@
 // Package ctl is informerctl, the command line client of informerd: get,
-// list and watch objects, see what is served, and summarize health and lag
-// from the metrics endpoint. cmd/informerctl only runs NewCommand.
+// list and watch objects with kubectl's habits, see what is served, and
+// summarize health and lag from the metrics address. cmd/informerctl only
+// runs Execute.
 package ctl
 
 import (
@@ -34,10 +35,11 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "informerctl",
 		Short: "Read Kubernetes objects from informerd's cache",
-		Long: `informerctl reads the objects informerd caches: get one, list them by namespace,
-label selector or index, watch their changes (resuming from a resourceVersion),
-see which resources are served, and summarize health and lag from the
-metrics endpoint. See docs/clients.md.`,
+		Long: `informerctl reads the objects informerd caches, as kubectl reads them from the
+API server: get one or list them by namespace, label selector or index, watch
+their changes (resuming from a resourceVersion), see which resources are
+served, and summarize health and lag from informerd's metrics address.
+See docs/clients.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -55,8 +57,8 @@ metrics endpoint. See docs/clients.md.`,
 	f.StringVar(&o.conn.KeyFile, "key-file", "", "key of --cert-file")
 	f.StringVar(&o.conn.TokenFile, "token-file", "", "bearer token file for --auth-mode=kubernetes (a ServiceAccount token for audience informerd)")
 	f.BoolVar(&o.conn.Insecure, "insecure", false, "allow plaintext to an address that is not loopback or a Unix socket")
-	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long a get, list or resources call may take")
-	root.AddCommand(newGet(o), newList(o), newWatch(o), newResources(o), newStatus(o))
+	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long a get, list or resources call may take (a watch runs until interrupted)")
+	root.AddCommand(newGet(o), newWatch(o), newResources(o), newStatus(o))
 	return root
 }
 
@@ -82,19 +84,13 @@ func (o *options) dial() (*grpc.ClientConn, pb.CacheServiceClient, error) {
 	return conn, pb.NewCacheServiceClient(conn), nil
 }
 
-// call runs one unary call with --timeout and explains its error.
-func call[T any](ctx context.Context, o *options, f func(context.Context, pb.CacheServiceClient) (T, error)) (T, error) {
-	var zero T
-	conn, c, err := o.dial()
-	if err != nil {
-		return zero, err
-	}
-	defer conn.Close()
+// unary runs f — one call, or the pages of one List — within --timeout and
+// explains its error.
+func (o *options) unary(ctx context.Context, f func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	resp, err := f(ctx, c)
-	if err != nil {
-		return zero, explain(err, o.conn.Address)
+	if err := f(ctx); err != nil {
+		return explain(err, o.conn.Address)
 	}
-	return resp, nil
+	return nil
 }

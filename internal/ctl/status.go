@@ -1,16 +1,18 @@
 package ctl
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,29 +21,19 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/spf13/cobra"
+
+	"github.com/informerd/informerd/internal/health"
 )
 
 // MetricsAddressEnv sets --metrics-address's default.
 const MetricsAddressEnv = "INFORMERD_METRICS_ADDRESS"
 
-// resourceStatus is one resource's line of `informerctl status`, from
-// /metrics and /readyz.
+// resourceStatus is one resource's line of `informerctl status`: what
+// /readyz reports, and what only /metrics has.
 type resourceStatus struct {
-	Resource string `json:"resource"`
-	// Phase is the pipeline's phase as /readyz reports it.
-	Phase           string  `json:"phase,omitempty"`
-	Synced          bool    `json:"synced"`
-	ResourceVersion string  `json:"resourceVersion,omitempty"`
-	Objects         float64 `json:"objects"`
-	// StalenessSeconds: since the last event or bookmark from the API
-	// server; well above 60 means the upstream watch is not flowing.
-	StalenessSeconds *float64 `json:"stalenessSeconds,omitempty"`
-	Relists          float64  `json:"relists"`
-	WatchRestarts    float64  `json:"watchRestarts"`
-	Expired          float64  `json:"expired"`
-	UpstreamErrors   float64  `json:"upstreamErrors"`
-	Watchers         float64  `json:"watchers"`
-	MaxQueueDepth    float64  `json:"maxQueueDepth"`
+	health.Resource
+	Watchers      float64 `json:"watchers"`
+	MaxQueueDepth float64 `json:"maxQueueDepth"`
 	// OldestUndeliveredSeconds: the oldest change some Watch stream has
 	// not been handed yet.
 	OldestUndeliveredSeconds float64 `json:"oldestUndeliveredSeconds"`
@@ -49,7 +41,6 @@ type resourceStatus struct {
 	// cache and from the cache to the streams.
 	IngestDelaySeconds   *float64 `json:"meanIngestDelaySeconds,omitempty"`
 	DeliveryDelaySeconds *float64 `json:"meanDeliveryDelaySeconds,omitempty"`
-	UpstreamProblem      string   `json:"upstreamProblem,omitempty"`
 }
 
 type statusReport struct {
@@ -65,14 +56,14 @@ func newStatus(o *options) *cobra.Command {
 	}
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Summarize health and lag from informerd's metrics endpoint (/readyz and /metrics)",
-		Long: `status reads /readyz and /metrics from informerd's metrics address and prints,
-per resource: whether it synced, its resourceVersion and object count, how long
-since the API server last sent anything (staleness), relists, watch restarts,
-410s and errors upstream, open Watch streams, the longest queue and oldest
-undelivered change among them, and the mean delays into the cache and out to
-the streams. Problems /readyz names are printed below. The exit status is 1
-when informerd is not ready.`,
+		Short: "Summarize health and lag from informerd's metrics address (/readyz and /metrics)",
+		Long: `status reads /readyz (as JSON) and /metrics from informerd's metrics address
+and prints, per resource: its phase, whether it synced, its resourceVersion and
+object count, how long since the API server last sent anything (staleness),
+relists, watch restarts, 410s and errors upstream, open Watch streams, the
+longest queue and oldest undelivered change among them, and the mean delays
+into the cache and out to the streams. Upstream problems are printed below.
+The exit status is 1 when informerd is not ready.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format, formatTable, formatJSON, formatYAML); err != nil {
@@ -121,30 +112,32 @@ func httpClient(caFile string, timeout time.Duration) (*http.Client, error) {
 	return hc, nil
 }
 
-func get(ctx context.Context, hc *http.Client, url string) (int, []byte, error) {
+// get fetches url, asking for the media type accept if it is set, and
+// returns the status code, the content type and the body.
+func get(ctx context.Context, hc *http.Client, url, accept string) (int, string, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, nil, err
+		return 0, "", nil, err
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, nil, fmt.Errorf("cannot reach informerd's metrics endpoint (check --metrics-address): %w", err)
+		return 0, "", nil, fmt.Errorf("cannot reach informerd's metrics endpoint (check --metrics-address): %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	return resp.StatusCode, body, err
+	return resp.StatusCode, resp.Header.Get("Content-Type"), body, err
 }
 
 // scrape reads /readyz and /metrics at base into a report.
 func scrape(ctx context.Context, hc *http.Client, base string) (*statusReport, error) {
-	readyCode, ready, err := get(ctx, hc, base+"/readyz")
+	ready, err := readyz(ctx, hc, base)
 	if err != nil {
 		return nil, err
 	}
-	if readyCode != http.StatusOK && readyCode != http.StatusServiceUnavailable {
-		return nil, fmt.Errorf("%s/readyz answered HTTP %d: is this informerd's metrics address?", base, readyCode)
-	}
-	code, metrics, err := get(ctx, hc, base+"/metrics")
+	code, _, metrics, err := get(ctx, hc, base+"/metrics", "")
 	if err != nil {
 		return nil, err
 	}
@@ -152,44 +145,26 @@ func scrape(ctx context.Context, hc *http.Client, base string) (*statusReport, e
 		return nil, fmt.Errorf("%s/metrics answered HTTP %d", base, code)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(metrics)))
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(metrics))
 	if err != nil {
 		return nil, fmt.Errorf("%s/metrics: %w", base, err)
 	}
-	rep := &statusReport{Ready: readyCode == http.StatusOK}
+	rep := &statusReport{Ready: ready.Ready}
+	// Metrics label a resource as /readyz's "resource" names it.
 	byName := map[string]*resourceStatus{}
-	res := func(name string) *resourceStatus {
-		r, ok := byName[name]
-		if !ok {
-			r = &resourceStatus{Resource: name}
-			byName[name] = r
-		}
-		return r
+	for _, r := range ready.Resources {
+		rep.Resources = append(rep.Resources, resourceStatus{Resource: r})
+	}
+	for i := range rep.Resources {
+		byName[rep.Resources[i].Resource.Resource] = &rep.Resources[i]
 	}
 	for name, fam := range families {
 		for _, m := range fam.GetMetric() {
-			rname := label(m, "resource")
-			if rname == "" {
+			r, ok := byName[label(m, "resource")]
+			if !ok {
 				continue
 			}
-			r, v := res(rname), value(m)
-			switch name {
-			case "informerd_cache_synced":
-				r.Synced = v == 1
-			case "informerd_cache_resource_version":
-				r.ResourceVersion = strconv.FormatFloat(v, 'f', 0, 64)
-			case "informerd_cache_objects":
-				r.Objects = v
-			case "informerd_upstream_staleness_seconds":
-				r.StalenessSeconds = &v
-			case "informerd_upstream_relists_total":
-				r.Relists = v
-			case "informerd_upstream_watch_starts_total":
-				r.WatchRestarts = max(v-1, 0)
-			case "informerd_upstream_expired_total":
-				r.Expired = v
-			case "informerd_upstream_errors_total":
-				r.UpstreamErrors = v
+			switch v := value(m); name {
 			case "informerd_watchers":
 				r.Watchers = v
 			case "informerd_watch_queue_depth_max":
@@ -203,28 +178,27 @@ func scrape(ctx context.Context, hc *http.Client, base string) (*statusReport, e
 			}
 		}
 	}
-	if len(byName) == 0 {
-		return nil, fmt.Errorf("%s/metrics has no informerd_ metrics: is this informerd's metrics address?", base)
-	}
-	for _, line := range strings.Split(string(ready), "\n") {
-		name, rest, ok := strings.Cut(line, ": ")
-		if !ok || name == "not ready" {
-			continue
-		}
-		r := res(name)
-		r.Phase, _, _ = strings.Cut(rest, " ")
-		if _, problem, ok := strings.Cut(rest, "upstream-problem="); ok {
-			if p, err := strconv.Unquote(problem); err == nil {
-				problem = p
-			}
-			r.UpstreamProblem = problem
-		}
-	}
-	for _, r := range byName {
-		rep.Resources = append(rep.Resources, *r)
-	}
-	slices.SortFunc(rep.Resources, func(a, b resourceStatus) int { return strings.Compare(a.Resource, b.Resource) })
+	slices.SortFunc(rep.Resources, func(a, b resourceStatus) int { return strings.Compare(a.Resource.Resource, b.Resource.Resource) })
 	return rep, nil
+}
+
+// readyz reads /readyz's JSON report.
+func readyz(ctx context.Context, hc *http.Client, base string) (*health.Report, error) {
+	code, contentType, body, err := get(ctx, hc, base+"/readyz?format=json", "application/json")
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK && code != http.StatusServiceUnavailable {
+		return nil, fmt.Errorf("%s/readyz answered HTTP %d: is this informerd's metrics address?", base, code)
+	}
+	if mt, _, _ := mime.ParseMediaType(contentType); mt != "application/json" {
+		return nil, fmt.Errorf("%s/readyz answered %q, not JSON: is this informerd's metrics address, of an informerd as new as this informerctl?", base, contentType)
+	}
+	var rep health.Report
+	if err := json.Unmarshal(body, &rep); err != nil {
+		return nil, fmt.Errorf("%s/readyz: %w", base, err)
+	}
+	return &rep, nil
 }
 
 func label(m *dto.Metric, name string) string {
@@ -282,9 +256,13 @@ func printStatus(w io.Writer, format string, rep *statusReport) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "RESOURCE\tPHASE\tSYNCED\tRESOURCEVERSION\tOBJECTS\tSTALENESS\tRELISTS\tWATCH-RESTARTS\t410s\tERRORS\tWATCHERS\tMAX-QUEUE\tOLDEST-UNDELIVERED\tINGEST(mean)\tDELIVERY(mean)")
 	for _, r := range rep.Resources {
-		fmt.Fprintf(tw, "%s\t%s\t%t\t%s\t%.0f\t%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%s\t%s\n",
-			r.Resource, r.Phase, r.Synced, r.ResourceVersion, r.Objects, optSeconds(r.StalenessSeconds), r.Relists, r.WatchRestarts,
-			r.Expired, r.UpstreamErrors, r.Watchers, r.MaxQueueDepth, seconds(r.OldestUndeliveredSeconds), optSeconds(r.IngestDelaySeconds), optSeconds(r.DeliveryDelaySeconds))
+		var up health.Upstream // zero until the resource is resolved
+		if r.Upstream != nil {
+			up = *r.Upstream
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%t\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%s\t%s\t%s\n",
+			r.Resource.Resource, r.Phase, r.Synced, r.ResourceVersion, r.Objects, optSeconds(r.StalenessSeconds), up.Relists, max(up.WatchStarts-1, 0),
+			up.Expired, up.Errors, r.Watchers, r.MaxQueueDepth, seconds(r.OldestUndeliveredSeconds), optSeconds(r.IngestDelaySeconds), optSeconds(r.DeliveryDelaySeconds))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -296,7 +274,7 @@ func printStatus(w io.Writer, format string, rep *statusReport) error {
 	}
 	for _, r := range rep.Resources {
 		if r.UpstreamProblem != "" {
-			fmt.Fprintf(w, "%s: upstream problem: %s\n", r.Resource, r.UpstreamProblem)
+			fmt.Fprintf(w, "%s: upstream problem: %s\n", r.Resource.Resource, r.UpstreamProblem)
 		}
 	}
 	return nil

@@ -2,189 +2,213 @@ package ctl
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
-	"time"
 
-	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/yaml"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/klog/v2"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/pkg/client"
 )
 
-type watchFlags struct {
-	sel           selection
-	format        string
-	rv            string
-	changesOnly   bool
-	bookmarks     bool
-	coalesce      bool
-	maxEvents     int
-	resumeBackoff time.Duration
-}
-
-func newWatch(o *options) *cobra.Command {
-	var f watchFlags
-	cmd := &cobra.Command{
-		Use:   "watch RESOURCE",
-		Short: "Stream changes; resumes from the last resourceVersion when the stream breaks",
-		Long: `watch prints the selected objects as ADDED, then every change, until
-interrupted. With --resource-version it prints only the changes after that
-version. When the stream breaks (informerd shutting down or restarting, a
-slow stream ended, the connection lost) it watches again from the last
-resourceVersion it printed, so no change is missed or repeated. A
-resourceVersion older than informerd's history ends it with an error: list
-again and watch from the list's resourceVersion.`,
-		Example: `  informerctl watch pods --index node=node-1
-  informerctl watch configmaps -n demo --resource-version 4211 -o json`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(f.format, formatTable, formatJSON, formatYAML); err != nil {
-				return err
+// runWatch prints the selected objects (unless --watch-only or
+// --resource-version), then every change after them. A NAME narrows both
+// to the objects of that name.
+func (f *getFlags) runWatch(ctx context.Context, o *options, c pb.CacheServiceClient, resource, name string, sel *pb.Selector) error {
+	from := f.rv
+	var current []*pb.Object
+	if from == "" {
+		objs, rv, err := f.list(ctx, o, c, resource, sel, f.watchOnly)
+		if err != nil {
+			return err
+		}
+		from = rv
+		if !f.watchOnly {
+			current = named(objs, name)
+			if name != "" && len(current) == 0 {
+				return fmt.Errorf("not found: %s %q%s (at resourceVersion %s)", resource, name, where(sel.GetNamespace()), rv)
 			}
-			s, err := f.sel.selector()
-			if err != nil {
-				return err
-			}
-			conn, c, err := o.dial()
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			return runWatch(cmd.Context(), o, c, args[0], s, f)
-		},
+		}
 	}
-	f.sel.addFlags(cmd)
-	fl := cmd.Flags()
-	fl.StringVar(&f.rv, "resource-version", "", "print the changes after this resourceVersion (and not the current objects)")
-	fl.BoolVar(&f.changesOnly, "changes-only", false, "do not print the current objects first, only changes from now")
-	fl.BoolVar(&f.bookmarks, "bookmarks", false, "also print BOOKMARK events (the latest resourceVersion, sent about once a minute)")
-	fl.BoolVar(&f.coalesce, "coalesce", false, "if this client falls behind, collapse pending changes per object instead of having the stream ended")
-	fl.IntVar(&f.maxEvents, "max-events", 0, "exit after this many ADDED, MODIFIED or DELETED events (0: run until interrupted)")
-	fl.DurationVar(&f.resumeBackoff, "resume-backoff", 200*time.Millisecond, "first wait before watching again after the stream broke (doubles up to 5s)")
-	addOutputFlag(cmd, &f.format, formatTable, formatJSON, formatYAML)
-	return cmd
-}
-
-// watchEvent is how -o json and -o yaml print an event.
-type watchEvent struct {
-	Type            string          `json:"type"`
-	ResourceVersion string          `json:"resourceVersion"`
-	Object          json.RawMessage `json:"object,omitempty"`
-}
-
-func runWatch(ctx context.Context, o *options, c pb.CacheServiceClient, resource string, sel *pb.Selector, f watchFlags) error {
-	lastRV := f.rv
-	initial := f.rv == "" && !f.changesOnly
-	connected := false // a stream was admitted once: breaks after that are resumed
+	lw, err := f.listWatch(ctx, o, c, resource, sel)
+	if err != nil {
+		return err
+	}
+	p := eventPrinter{w: o.out, format: f.format, resource: resource}
+	p.header()
 	printed := 0
-	backoff := wait.Backoff{Duration: f.resumeBackoff, Factor: 2, Cap: 5 * time.Second, Steps: 1 << 30}
-	if f.format == formatTable {
-		fmt.Fprintf(o.out, "%-10s %-20s %-40s %s\n", "EVENT", "NAMESPACE", "NAME", "RESOURCEVERSION")
+	// emit prints one event and says whether --max-events are printed.
+	emit := func(typ, rv string, obj *pb.Object) (bool, error) {
+		if err := p.print(typ, rv, obj); err != nil {
+			return true, err
+		}
+		printed++
+		return f.maxEvents > 0 && printed >= f.maxEvents, nil
 	}
-	for {
-		req := &pb.WatchRequest{Resource: resource, Selector: sel, ResourceVersion: lastRV, SendInitialEvents: initial, AllowBookmarks: true}
-		if f.coalesce {
-			req.SlowConsumerPolicy = pb.SlowConsumerPolicy_SLOW_CONSUMER_POLICY_COALESCE
-		}
-		err := func() error {
-			sctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			stream, err := c.Watch(sctx, req)
-			if err != nil {
-				return err
-			}
-			for {
-				ev, err := stream.Recv()
-				if err != nil {
-					return err
-				}
-				connected = true
-				backoff.Duration = f.resumeBackoff
-				lastRV = ev.GetResourceVersion()
-				switch ev.GetType() {
-				case pb.EventType_EVENT_TYPE_INITIAL_EVENTS_END:
-					// Resume from here on: the current objects are printed.
-					initial = false
-					continue
-				case pb.EventType_EVENT_TYPE_BOOKMARK:
-					if !f.bookmarks {
-						continue
-					}
-				default:
-					printed++
-				}
-				if err := printEvent(o.out, f.format, ev); err != nil {
-					return err
-				}
-				if f.maxEvents > 0 && printed >= f.maxEvents {
-					return errMaxEvents
-				}
-			}
-		}()
-		switch {
-		case errors.Is(err, errMaxEvents), ctx.Err() != nil:
-			return nil
-		case !connected || !resumable(err):
-			return explain(err, o.conn.Address)
-		}
-		wait := backoff.Step()
-		from := lastRV
-		if initial {
-			from = "the start (the current objects were not all printed yet)"
-		}
-		fmt.Fprintf(o.errOut, "informerctl: the watch broke (%v); watching again from resourceVersion %s in %s\n", explain(err, o.conn.Address), from, wait)
-		if initial {
-			lastRV = ""
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
+	for _, obj := range current {
+		if done, err := emit(string(watch.Added), obj.GetResourceVersion(), obj); done {
+			return err
 		}
 	}
+	return watchFrom(ctx, o, lw, from, func(typ watch.EventType, u *unstructured.Unstructured) (bool, error) {
+		if name != "" && u.GetName() != name {
+			return false, nil
+		}
+		b, err := u.MarshalJSON()
+		if err != nil {
+			return true, err
+		}
+		obj := &pb.Object{Namespace: u.GetNamespace(), Name: u.GetName(), Uid: string(u.GetUID()), ResourceVersion: u.GetResourceVersion(), Json: b}
+		return emit(string(typ), u.GetResourceVersion(), obj)
+	})
 }
 
-var errMaxEvents = errors.New("enough events")
-
-// resumable says whether a broken watch is watched again from its last
-// resourceVersion: informerd shutting down, unreachable or not ready, the
-// stream ended for being slow, and a stream that ended without a status.
-func resumable(err error) bool {
-	if errors.Is(err, io.EOF) {
-		return true
+// listWatch returns a pkg/client ListWatch of what informerd serves as
+// resource, selecting what sel does. It decodes the objects as
+// unstructured, of the kind ListResources names.
+func (f *getFlags) listWatch(ctx context.Context, o *options, c pb.CacheServiceClient, resource string, sel *pb.Selector) (*client.ListWatch, error) {
+	info, err := servedAs(ctx, o, c, resource)
+	if err != nil {
+		return nil, err
 	}
+	opts := clientOptions(info.GetName(), sel)
+	if f.coalesce {
+		opts.SlowConsumerPolicy = pb.SlowConsumerPolicy_SLOW_CONSUMER_POLICY_COALESCE
+	}
+	example := &unstructured.Unstructured{}
+	example.SetGroupVersionKind(schema.GroupVersionKind{Group: info.GetGroup(), Version: info.GetVersion(), Kind: info.GetKind()})
+	return client.NewListWatch(c, example, opts)
+}
+
+// named returns the objects called name, or all when name is "".
+func named(objs []*pb.Object, name string) []*pb.Object {
+	if name == "" {
+		return objs
+	}
+	var out []*pb.Object
+	for _, o := range objs {
+		if o.GetName() == name {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func where(namespace string) string {
+	if namespace == "" {
+		return ""
+	}
+	return " in namespace " + namespace
+}
+
+// watchFrom watches through lw from the resourceVersion from, and hands
+// each event to handle until handle says it is done, ctx ends (then it
+// returns nil), or the watch fails in a way watching again cannot cure.
+// client-go's RetryWatcher watches again from the last resourceVersion
+// when a stream breaks.
+func watchFrom(ctx context.Context, o *options, lw *client.ListWatch, from string, handle func(watch.EventType, *unstructured.Unstructured) (bool, error)) error {
+	// RetryWatcher logs every failed attempt; resumer says on stderr
+	// what a person needs to know instead.
+	wctx, stop := context.WithCancelCause(klog.NewContext(ctx, klog.Logger{}))
+	defer stop(nil)
+	rw, err := watchtools.NewRetryWatcherWithContext(wctx, from, &resumer{lw: lw, stop: stop, errOut: o.errOut, addr: o.conn.Address})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		rw.Stop()
+		<-rw.Done()
+	}()
+	for ev := range rw.ResultChan() {
+		if ev.Type == watch.Error {
+			if cause := context.Cause(wctx); cause != nil {
+				return explain(cause, o.conn.Address)
+			}
+			return eventError(ev.Object)
+		}
+		u, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok {
+			return fmt.Errorf("a watch event carries a %T, not an object", ev.Object)
+		}
+		if done, err := handle(ev.Type, u); done {
+			return err
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if cause := context.Cause(wctx); cause != nil {
+		return explain(cause, o.conn.Address)
+	}
+	return errors.New("the watch ended")
+}
+
+// eventError explains the status of an error event: RetryWatcher hands on
+// a 410 Expired (the resourceVersion it resumes from left informerd's
+// history) and ends.
+func eventError(obj any) error {
+	var err error = fmt.Errorf("unexpected watch event %v", obj)
+	if st, ok := obj.(*metav1.Status); ok {
+		err = &apierrors.StatusError{ErrStatus: *st}
+	}
+	if apierrors.IsResourceExpired(err) {
+		return tooOld(err.Error())
+	}
+	return err
+}
+
+// resumer is the Watcher a RetryWatcher watches through. RetryWatcher
+// watches again after any failure; resumer stops it, with the error as its
+// context's cause, on one that watching again cannot cure: any before a
+// first stream was admitted, and after that any but informerd being
+// unavailable or refusing for now. It says on stderr when a broken watch
+// is watched again. Only the RetryWatcher's goroutine calls it.
+type resumer struct {
+	lw     *client.ListWatch
+	stop   context.CancelCauseFunc
+	errOut io.Writer
+	addr   string
+
+	admitted bool // a stream was admitted once
+	failing  bool // the last attempt failed
+}
+
+var _ toolscache.WatcherWithContext = (*resumer)(nil)
+
+// WatchWithContext implements cache.WatcherWithContext.
+func (r *resumer) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	if r.admitted && !r.failing {
+		fmt.Fprintf(r.errOut, "informerctl: the watch broke; watching again from resourceVersion %s\n", opts.ResourceVersion)
+	}
+	w, err := r.lw.WatchWithContext(ctx, opts)
+	switch {
+	case err == nil:
+		r.admitted, r.failing = true, false
+	case r.admitted && resumable(err):
+		r.failing = true
+		fmt.Fprintf(r.errOut, "informerctl: %v; trying again from resourceVersion %s\n", explain(err, r.addr), opts.ResourceVersion)
+	default:
+		r.stop(err)
+	}
+	return w, err
+}
+
+// resumable says whether a watch refused after an earlier one was
+// admitted is tried again: informerd shutting down, unreachable, not
+// caught up or refusing for a limit.
+func resumable(err error) bool {
 	var e *client.Error
 	if !errors.As(client.FromError(err), &e) {
 		return false
 	}
-	return e.Code == codes.Unavailable || e.Reason == client.ReasonSlowConsumer
-}
-
-func printEvent(w io.Writer, format string, ev *pb.WatchResponse) error {
-	typ := strings.TrimPrefix(ev.GetType().String(), "EVENT_TYPE_")
-	switch format {
-	case formatJSON, formatYAML:
-		b, err := json.Marshal(watchEvent{Type: typ, ResourceVersion: ev.GetResourceVersion(), Object: ev.GetObject().GetJson()})
-		if err != nil {
-			return err
-		}
-		if format == formatJSON {
-			_, err = fmt.Fprintf(w, "%s\n", b)
-			return err
-		}
-		if b, err = yaml.JSONToYAML(b); err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "---\n%s", b)
-		return err
-	}
-	_, err := fmt.Fprintf(w, "%-10s %-20s %-40s %s\n", typ, ev.GetObject().GetNamespace(), ev.GetObject().GetName(), ev.GetResourceVersion())
-	return err
+	return e.Code == codes.Unavailable || e.Reason == pb.ErrorReason_LIMIT_EXCEEDED || e.Reason == pb.ErrorReason_SLOW_CONSUMER
 }

@@ -248,8 +248,8 @@ func TestShutdown(t *testing.T) {
 			break
 		}
 	}
-	if status.Code(err) != codes.Unavailable || client.ReasonOf(err) != client.ReasonShutdown {
-		t.Errorf("Watch ended with %v; want UNAVAILABLE, %s", err, client.ReasonShutdown)
+	if status.Code(err) != codes.Unavailable || client.ReasonOf(err) != pb.ErrorReason_SHUTTING_DOWN {
+		t.Errorf("Watch ended with %v; want UNAVAILABLE, %s", err, pb.ErrorReason_SHUTTING_DOWN)
 	}
 	if err := <-stopped; err != nil {
 		t.Errorf("Run: %v", err)

@@ -7,9 +7,13 @@ package health
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,33 +36,162 @@ func Healthz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 }
 
-// Readyz answers 200 once every resource has synced, else 503. The body has
-// one line per resource: phase, resourceVersion, objects, seconds since the
-// last upstream event, and the last list/watch error if there is one.
+// Report is what /readyz says, as JSON when asked (?format=json, or
+// Accept: application/json); the text body says the same. informerctl
+// status reads it.
+type Report struct {
+	// Ready is true once every resource has synced once; /readyz then
+	// answers 200, else 503.
+	Ready     bool       `json:"ready"`
+	Resources []Resource `json:"resources"`
+}
+
+// Resource is one resource's state in a Report.
+type Resource struct {
+	// Name is the resource as configured.
+	Name string `json:"name"`
+	// Resource is the name informerd serves the resource under and labels
+	// its metrics with: the canonical name once resolved ("deployments.apps"),
+	// the configured one before.
+	Resource string `json:"resource"`
+	// Phase is Resolving, NotFound, Syncing or Synced.
+	Phase           string `json:"phase"`
+	Synced          bool   `json:"synced"`
+	ResourceVersion string `json:"resourceVersion"`
+	Objects         int    `json:"objects"`
+	// StalenessSeconds is the time since the last event or bookmark from
+	// the API server; absent before the first.
+	StalenessSeconds *float64 `json:"stalenessSeconds,omitempty"`
+	// UpstreamProblem is the last list or watch error, or a change that
+	// could not be cached; it clears when changes flow again.
+	UpstreamProblem string `json:"upstreamProblem,omitempty"`
+	// Upstream is absent until the resource is resolved.
+	Upstream *Upstream `json:"upstream,omitempty"`
+}
+
+// Upstream counts, since informerd started, what happened between it and
+// the API server for one resource (the informerd_upstream_* and
+// informerd_cache_ingest_errors_total metrics).
+type Upstream struct {
+	// Relists counts full lists, the first one included.
+	Relists int64 `json:"relists"`
+	// WatchStarts counts watch requests; more than one means the watch was
+	// restarted.
+	WatchStarts int64 `json:"watchStarts"`
+	// Expired counts 410 Gone answers.
+	Expired int64 `json:"expired"`
+	// Errors counts failed lists and watches of any kind.
+	Errors int64 `json:"errors"`
+	// EncodeErrors and QueueErrors count changes that could not be encoded
+	// or queued; each was recovered by listing again.
+	EncodeErrors int64 `json:"encodeErrors"`
+	QueueErrors  int64 `json:"queueErrors"`
+}
+
+// Readyz answers 200 once every resource has synced, else 503. The body is
+// a Report: as JSON when the request asks for it (?format=json, or an
+// Accept header that prefers application/json to text/plain), else as text,
+// one line per resource: phase, resourceVersion, objects, seconds since
+// the last upstream event, and the upstream problem if there is one.
 func Readyz(caches Caches) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		var b strings.Builder
-		ready := true
-		for _, r := range caches.Reports() {
-			st := r.Status
-			fmt.Fprintf(&b, "%s: %s rv=%s objects=%d", st.Configured, st.Phase, st.Cache.ResourceVersion, st.Cache.Objects)
-			if sig := r.Upstream; sig != nil {
-				if last := sig.LastEventTime(); !last.IsZero() {
-					fmt.Fprintf(&b, " last-upstream-event=%.0fs-ago", time.Since(last).Seconds())
-				}
-			}
-			if st.LastError != "" {
-				fmt.Fprintf(&b, " upstream-problem=%q", st.LastError)
-			}
-			b.WriteByte('\n')
-			ready = ready && st.Cache.Synced
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asJSON, err := wantsJSON(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
 		}
-		if !ready {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprint(w, "not ready: waiting for the first list of every resource\n")
+		rep := report(caches, time.Now())
+		code := http.StatusOK
+		if !rep.Ready {
+			code = http.StatusServiceUnavailable
 		}
-		fmt.Fprint(w, b.String())
+		if asJSON {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			_ = json.NewEncoder(w).Encode(rep)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(code)
+		writeText(w, rep)
 	})
+}
+
+// report reads every pipeline's state at now.
+func report(caches Caches, now time.Time) Report {
+	rep := Report{Ready: true, Resources: []Resource{}}
+	for _, p := range caches.Reports() {
+		st := p.Status
+		r := Resource{
+			Name: st.Configured, Resource: st.Name, Phase: string(st.Phase), Synced: st.Cache.Synced,
+			ResourceVersion: st.Cache.ResourceVersion, Objects: st.Cache.Objects, UpstreamProblem: st.LastError,
+		}
+		if sig := p.Upstream; sig != nil {
+			if last := sig.LastEventTime(); !last.IsZero() {
+				s := now.Sub(last).Seconds()
+				r.StalenessSeconds = &s
+			}
+			r.Upstream = &Upstream{
+				Relists: sig.Relists.Load(), WatchStarts: sig.WatchStarts.Load(), Expired: sig.Expired.Load(),
+				Errors: sig.Errors.Load(), EncodeErrors: sig.EncodeErrors.Load(), QueueErrors: sig.QueueErrors.Load(),
+			}
+		}
+		rep.Ready = rep.Ready && r.Synced
+		rep.Resources = append(rep.Resources, r)
+	}
+	return rep
+}
+
+func writeText(w io.Writer, rep Report) {
+	if !rep.Ready {
+		fmt.Fprint(w, "not ready: waiting for the first list of every resource\n")
+	}
+	for _, r := range rep.Resources {
+		fmt.Fprintf(w, "%s: %s rv=%s objects=%d", r.Name, r.Phase, r.ResourceVersion, r.Objects)
+		if r.StalenessSeconds != nil {
+			fmt.Fprintf(w, " last-upstream-event=%.0fs-ago", *r.StalenessSeconds)
+		}
+		if r.UpstreamProblem != "" {
+			fmt.Fprintf(w, " upstream-problem=%q", r.UpstreamProblem)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// wantsJSON says whether a request asks for the JSON Report: ?format=json,
+// or an Accept header that names application/json with a higher quality
+// than text/plain. Wildcards do not count: probes and curl send */* and
+// get the text they always got.
+func wantsJSON(r *http.Request) (bool, error) {
+	switch f := r.URL.Query().Get("format"); f {
+	case "json":
+		return true, nil
+	case "text":
+		return false, nil
+	case "":
+	default:
+		return false, fmt.Errorf("unknown format %q: use format=json or format=text", f)
+	}
+	var jsonQ, textQ float64
+	for _, part := range strings.Split(strings.Join(r.Header.Values("Accept"), ","), ",") {
+		mediaType, params, err := mime.ParseMediaType(part)
+		if err != nil {
+			continue
+		}
+		q := 1.0
+		if v, ok := params["q"]; ok {
+			if q, err = strconv.ParseFloat(v, 64); err != nil {
+				continue
+			}
+		}
+		switch mediaType {
+		case "application/json":
+			jsonQ = max(jsonQ, q)
+		case "text/plain":
+			textQ = max(textQ, q)
+		}
+	}
+	return jsonQ > textQ, nil
 }
 
 // SyncGRPC sets the gRPC health status to SERVING once every cache has

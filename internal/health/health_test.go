@@ -2,19 +2,24 @@ package health_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/config"
@@ -34,6 +39,116 @@ func get(t *testing.T, h http.Handler) (int, string) {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	return rec.Code, rec.Body.String()
+}
+
+// getReport asks /readyz for JSON.
+func getReport(t *testing.T, h http.Handler) (int, health.Report) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz?format=json", nil))
+	var rep health.Report
+	if err := json.Unmarshal(rec.Body.Bytes(), &rep); err != nil {
+		t.Fatalf("/readyz?format=json: %v\n%s", err, rec.Body)
+	}
+	return rec.Code, rep
+}
+
+// unstarted is a set of two pipelines that were never run: not ready,
+// each Resolving. Nothing is sent to its API server, so fuzzing needs none.
+func unstarted(t testing.TB) *pipeline.Set {
+	t.Helper()
+	c, err := config.Parse([]byte("resources: [{resource: configmaps}, {resource: deployments}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := pipeline.NewSet(c, &rest.Config{Host: "http://127.0.0.1:1"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// TestReadyzFormat: text unless the request asks for JSON by query or
+// Accept header; both say the same.
+func TestReadyzFormat(t *testing.T) {
+	readyz := health.Readyz(unstarted(t))
+	const text = "not ready: waiting for the first list of every resource\nconfigmaps: Resolving rv= objects=0\ndeployments: Resolving rv= objects=0\n"
+	report := `{"ready":false,"resources":[` +
+		`{"name":"configmaps","resource":"configmaps","phase":"Resolving","synced":false,"resourceVersion":"","objects":0},` +
+		`{"name":"deployments","resource":"deployments","phase":"Resolving","synced":false,"resourceVersion":"","objects":0}]}` + "\n"
+	type answer struct {
+		Code        int
+		ContentType string
+		Body        string
+	}
+	asText := answer{http.StatusServiceUnavailable, "text/plain; charset=utf-8", text}
+	asJSON := answer{http.StatusServiceUnavailable, "application/json", report}
+	tests := []struct {
+		name   string
+		query  string
+		accept []string
+		want   answer
+	}{
+		{name: "default", want: asText},
+		{name: "query", query: "?format=json", want: asJSON},
+		{name: "query for text", query: "?format=text", accept: []string{"application/json"}, want: asText},
+		{name: "Accept JSON", accept: []string{"application/json"}, want: asJSON},
+		{name: "Accept JSON with a quality", accept: []string{"text/html, application/json;q=0.5"}, want: asJSON},
+		{name: "Accept in two headers", accept: []string{"text/plain;q=0.2", "application/json;q=0.9"}, want: asJSON},
+		{name: "Accept prefers text", accept: []string{"application/json;q=0.5, text/plain"}, want: asText},
+		{name: "Accept ties go to text", accept: []string{"application/json, text/plain"}, want: asText},
+		{name: "Accept JSON refused", accept: []string{"application/json;q=0"}, want: asText},
+		{name: "Accept anything (probes, curl)", accept: []string{"*/*"}, want: asText},
+		{name: "Accept malformed", accept: []string{"application/json;q=x, ;;"}, want: asText},
+		{name: "unknown format", query: "?format=xml", want: answer{http.StatusBadRequest, "text/plain; charset=utf-8", "unknown format \"xml\": use format=json or format=text\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, "/readyz"+tt.query, nil)
+			for _, a := range tt.accept {
+				req.Header.Add("Accept", a)
+			}
+			rec := httptest.NewRecorder()
+			readyz.ServeHTTP(rec, req)
+			got := answer{rec.Code, rec.Header().Get("Content-Type"), rec.Body.String()}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// FuzzReadyzRequest: whatever the query and Accept header, /readyz answers
+// 503 (the pipelines never run) with text or a Report, or 400 for an
+// unknown format.
+func FuzzReadyzRequest(f *testing.F) {
+	f.Add("json", "application/json")
+	f.Add("", "text/plain;q=0.1, application/json;q=0.2")
+	f.Add("", "*/*")
+	f.Add("yaml", "application/json;q=NaN")
+	readyz := health.Readyz(unstarted(f))
+	f.Fuzz(func(t *testing.T, format, accept string) {
+		req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
+		req.URL.RawQuery = url.Values{"format": {format}}.Encode()
+		req.Header.Set("Accept", accept)
+		rec := httptest.NewRecorder()
+		readyz.ServeHTTP(rec, req)
+		switch ct := rec.Header().Get("Content-Type"); {
+		case rec.Code == http.StatusBadRequest:
+			if format == "" || format == "json" || format == "text" {
+				t.Errorf("format %q refused: %s", format, rec.Body)
+			}
+		case rec.Code != http.StatusServiceUnavailable:
+			t.Errorf("status %d, want 503", rec.Code)
+		case ct == "application/json":
+			var rep health.Report
+			if err := json.Unmarshal(rec.Body.Bytes(), &rep); err != nil || rep.Ready || len(rep.Resources) != 2 {
+				t.Errorf("report %s (%v)", rec.Body, err)
+			}
+		case !strings.HasPrefix(rec.Body.String(), "not ready:"):
+			t.Errorf("text %q", rec.Body)
+		}
+	})
 }
 
 func poll(t *testing.T, what string, cond func() bool) {
@@ -72,6 +187,9 @@ func TestUpstreamOutage(t *testing.T) {
 	if code, body := get(t, readyz); code != http.StatusServiceUnavailable || !strings.Contains(body, "configmaps: Resolving") {
 		t.Errorf("/readyz before start = %d %q, want 503 naming configmaps", code, body)
 	}
+	if code, rep := getReport(t, readyz); code != http.StatusServiceUnavailable || rep.Ready || len(rep.Resources) != 1 || rep.Resources[0].Phase != "Resolving" {
+		t.Errorf("/readyz?format=json before start = %d %+v, want 503, configmaps Resolving", code, rep)
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewCollector(set))
 	srv := server.New(set, server.Options{})
@@ -86,6 +204,19 @@ func TestUpstreamOutage(t *testing.T) {
 	if code, body := get(t, readyz); code != http.StatusOK || strings.Contains(body, "upstream-problem") {
 		t.Errorf("/readyz when synced = %d %q, want 200 without problems", code, body)
 	}
+	code, rep := getReport(t, readyz)
+	if code != http.StatusOK || !rep.Ready || len(rep.Resources) != 1 {
+		t.Fatalf("/readyz?format=json when synced = %d %+v, want 200 and ready", code, rep)
+	}
+	synced := rep.Resources[0]
+	if synced.StalenessSeconds == nil || synced.Upstream == nil || synced.Upstream.Relists < 1 || synced.Upstream.WatchStarts < 1 || synced.ResourceVersion == "" {
+		t.Errorf("synced configmaps: %+v, want a staleness, a relist, a watch and a resourceVersion", synced)
+	}
+	want := health.Resource{Name: "configmaps", Resource: "configmaps", Phase: "Synced", Synced: true, Objects: 1}
+	ignore := cmpopts.IgnoreFields(health.Resource{}, "ResourceVersion", "StalenessSeconds", "Upstream")
+	if diff := cmp.Diff(want, synced, ignore); diff != "" {
+		t.Errorf("synced configmaps (-want +got):\n%s", diff)
+	}
 
 	proxy.Cut()
 	poll(t, "/readyz to name the upstream problem", func() bool {
@@ -97,6 +228,11 @@ func TestUpstreamOutage(t *testing.T) {
 		t.Errorf("/readyz during the outage = %d, want 200 (the cache is still served)", code)
 	}
 	t.Logf("/readyz during the outage: %s", strings.TrimSpace(body))
+	poll(t, "the report to name the upstream problem and count the failures", func() bool {
+		_, rep := getReport(t, readyz)
+		r := rep.Resources[0]
+		return rep.Ready && r.UpstreamProblem != "" && r.Upstream.Errors > 0
+	})
 
 	staleness := func() float64 {
 		v, err := testutil.GatherAndCount(reg, "informerd_upstream_staleness_seconds")

@@ -8,29 +8,26 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/auth"
 	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/limits"
 	"github.com/informerd/informerd/internal/pipeline"
 )
 
-// Reasons in ErrorInfo details, for clients to branch on.
-const (
-	ReasonTooOld          = "RESOURCE_VERSION_TOO_OLD"
-	ReasonContinueExpired = "CONTINUE_TOKEN_EXPIRED"
-	ReasonNotSynced       = "CACHE_NOT_SYNCED"
-	ReasonSlowConsumer    = "SLOW_CONSUMER"
-	ReasonShutdown        = "SHUTTING_DOWN"
-	ReasonLimit           = "LIMIT_EXCEEDED"
-	errorDomain           = "informerd.io"
-)
+// errorDomain is the ErrorInfo domain, declared with the reasons in
+// api/proto/informerd/v1/errors.proto.
+var errorDomain = proto.GetExtension(pb.ErrorReason(0).Descriptor().Options(), pb.E_ErrorDomain).(string)
 
-func withInfo(c codes.Code, reason, msg string, meta map[string]string, more ...protoadapt.MessageV1) error {
+// withInfo is a status with an ErrorInfo detail, for clients to branch on
+// the reason instead of the message.
+func withInfo(c codes.Code, reason pb.ErrorReason, msg string, meta map[string]string, more ...protoadapt.MessageV1) error {
 	st := status.New(c, msg)
-	details := append([]protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: reason, Domain: errorDomain, Metadata: meta}}, more...)
+	details := append([]protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: reason.String(), Domain: errorDomain, Metadata: meta}}, more...)
 	if d, err := st.WithDetails(details...); err == nil {
 		st = d
 	}
@@ -44,7 +41,7 @@ func exhausted(e *limits.Exceeded) error {
 	if e.RetryAfter > 0 {
 		retry = append(retry, &errdetails.RetryInfo{RetryDelay: durationpb.New(e.RetryAfter)})
 	}
-	return withInfo(codes.ResourceExhausted, ReasonLimit, e.Msg, map[string]string{"limit": e.Limit}, retry...)
+	return withInfo(codes.ResourceExhausted, pb.ErrorReason_LIMIT_EXCEEDED, e.Msg, map[string]string{"limit": e.Limit}, retry...)
 }
 
 func invalid(format string, args ...any) error {
@@ -52,11 +49,13 @@ func invalid(format string, args ...any) error {
 }
 
 func unknownResource(name, served string) error {
-	return status.Errorf(codes.NotFound, "resource %q is not served by this informerd; served: %s", name, served)
+	return withInfo(codes.NotFound, pb.ErrorReason_RESOURCE_NOT_SERVED,
+		fmt.Sprintf("resource %q is not served by this informerd; served: %s", name, served), nil)
 }
 
 func objectNotFound(resource, key, rv string) error {
-	return status.Errorf(codes.NotFound, "%s %q not found in the cache (at resourceVersion %s)", resource, key, rv)
+	return withInfo(codes.NotFound, pb.ErrorReason_OBJECT_NOT_FOUND,
+		fmt.Sprintf("%s %q not found in the cache (at resourceVersion %s)", resource, key, rv), nil)
 }
 
 func notSynced(resource string, st pipeline.Status) error {
@@ -64,7 +63,7 @@ func notSynced(resource string, st pipeline.Status) error {
 	if st.LastError != "" {
 		msg += ": " + st.LastError
 	}
-	return withInfo(codes.Unavailable, ReasonNotSynced, msg+"; retry shortly", nil)
+	return withInfo(codes.Unavailable, pb.ErrorReason_CACHE_NOT_SYNCED, msg+"; retry shortly", nil)
 }
 
 // toStatus maps an error from the cache to a status.
@@ -83,7 +82,7 @@ func toStatus(err error) error {
 		case auth.Forbidden:
 			return status.Error(codes.PermissionDenied, authErr.Msg)
 		default:
-			return status.Error(codes.Unavailable, authErr.Msg)
+			return withInfo(codes.Unavailable, pb.ErrorReason_AUTH_UNAVAILABLE, authErr.Msg, nil)
 		}
 	}
 	var exceeded *limits.Exceeded
@@ -92,15 +91,15 @@ func toStatus(err error) error {
 	}
 	switch {
 	case errors.Is(err, errShutdown):
-		return withInfo(codes.Unavailable, ReasonShutdown, "informerd is shutting down; call again (another replica, or this one once it is back)", nil)
+		return withInfo(codes.Unavailable, pb.ErrorReason_SHUTTING_DOWN, "informerd is shutting down; call again (another replica, or this one once it is back)", nil)
 	case errors.Is(err, indexer.ErrTooOld):
-		return withInfo(codes.OutOfRange, ReasonTooOld, err.Error()+"; list again and watch from the list's resourceVersion", nil)
+		return withInfo(codes.OutOfRange, pb.ErrorReason_RESOURCE_VERSION_TOO_OLD, err.Error()+"; list again and watch from the list's resourceVersion", nil)
 	case errors.Is(err, indexer.ErrBadResourceVersion), errors.Is(err, indexer.ErrUnknownIndex):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, indexer.ErrAhead):
-		return status.Error(codes.Unavailable, err.Error()+"; this replica has not caught up yet, retry")
+		return withInfo(codes.Unavailable, pb.ErrorReason_RESOURCE_VERSION_AHEAD, err.Error()+"; this replica has not caught up yet, retry", nil)
 	case errors.Is(err, indexer.ErrNotSynced):
-		return withInfo(codes.Unavailable, ReasonNotSynced, err.Error()+"; retry shortly", nil)
+		return withInfo(codes.Unavailable, pb.ErrorReason_CACHE_NOT_SYNCED, err.Error()+"; retry shortly", nil)
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())
 	case errors.Is(err, context.Canceled):

@@ -71,7 +71,7 @@ func (s *Server) list(ctx context.Context, req *pb.ListRequest) (*encoded, error
 		}
 		v, err := ix.ViewAt(ct.RV)
 		if errors.Is(err, indexer.ErrTooOld) {
-			return nil, withInfo(codes.OutOfRange, ReasonContinueExpired,
+			return nil, withInfo(codes.OutOfRange, pb.ErrorReason_CONTINUE_TOKEN_EXPIRED,
 				"continue token expired: its snapshot is older than the history window; list again from the start", nil)
 		}
 		if err != nil {

@@ -306,8 +306,8 @@ func TestListTurn(t *testing.T) {
 		waiting <- err
 	}()
 	f.srv.Stop()
-	if st := status.Convert(<-waiting); st.Code() != codes.Unavailable || reason(st) != server.ReasonShutdown {
-		t.Errorf("List waiting when informerd stops: got %v, want UNAVAILABLE %s", st.Err(), server.ReasonShutdown)
+	if st := status.Convert(<-waiting); st.Code() != codes.Unavailable || reason(st) != pb.ErrorReason_SHUTTING_DOWN.String() {
+		t.Errorf("List waiting when informerd stops: got %v, want UNAVAILABLE %s", st.Err(), pb.ErrorReason_SHUTTING_DOWN)
 	}
 }
 

@@ -262,11 +262,11 @@ func TestCacheServiceErrors(t *testing.T) {
 		{"unknown resource names the served ones", func() error {
 			_, err := f.client.Get(ctx, &pb.GetRequest{Resource: "pod", Name: "x"})
 			return err
-		}, codes.NotFound, "served: pods, gadgets.v1.example.com", ""},
+		}, codes.NotFound, "served: pods, gadgets.v1.example.com", pb.ErrorReason_RESOURCE_NOT_SERVED.String()},
 		{"missing object", func() error {
 			_, err := f.client.Get(ctx, &pb.GetRequest{Resource: "pods", Namespace: ns, Name: "nope"})
 			return err
-		}, codes.NotFound, `"srv-err/nope" not found`, ""},
+		}, codes.NotFound, `"srv-err/nope" not found`, pb.ErrorReason_OBJECT_NOT_FOUND.String()},
 		{"missing name", func() error {
 			_, err := f.client.Get(ctx, &pb.GetRequest{Resource: "pods"})
 			return err
@@ -274,7 +274,7 @@ func TestCacheServiceErrors(t *testing.T) {
 		{"resource not synced", func() error {
 			_, err := f.client.List(ctx, &pb.ListRequest{Resource: "gadgets.v1.example.com"})
 			return err
-		}, codes.Unavailable, "has not synced", server.ReasonNotSynced},
+		}, codes.Unavailable, "has not synced", pb.ErrorReason_CACHE_NOT_SYNCED.String()},
 		{"unknown index names the indexes", func() error {
 			_, err := f.client.List(ctx, &pb.ListRequest{Resource: "pods", Selector: &pb.Selector{Index: &pb.IndexSelector{Name: "zone", Values: []string{"a"}}}})
 			return err

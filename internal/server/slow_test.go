@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
-	"github.com/informerd/informerd/internal/server"
 )
 
 // TestStalledClient: a watcher that stops reading does not hold back a fast
@@ -73,8 +72,8 @@ history:
 			continue
 		}
 		st := status.Convert(err)
-		if st.Code() != codes.ResourceExhausted || reason(st) != server.ReasonSlowConsumer {
-			t.Fatalf("stalled watcher ended with %v %q, want RESOURCE_EXHAUSTED %s", st.Code(), st.Message(), server.ReasonSlowConsumer)
+		if st.Code() != codes.ResourceExhausted || reason(st) != pb.ErrorReason_SLOW_CONSUMER.String() {
+			t.Fatalf("stalled watcher ended with %v %q, want RESOURCE_EXHAUSTED %s", st.Code(), st.Message(), pb.ErrorReason_SLOW_CONSUMER)
 		}
 		if received >= 2*n {
 			t.Errorf("stalled watcher got all %d events before being ended; the test did not stall it", received)

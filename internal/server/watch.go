@@ -265,10 +265,10 @@ func (s *Server) watchStatus(err error, lastRV string) error {
 	switch {
 	case errors.As(err, &tooSlow):
 		meta["last_resource_version"] = tooSlow.LastResourceVersion
-		return withInfo(codes.ResourceExhausted, ReasonSlowConsumer,
+		return withInfo(codes.ResourceExhausted, pb.ErrorReason_SLOW_CONSUMER,
 			"this watch fell behind the history window and was ended; watch again from last_resource_version, or list again if that is too old (or ask for slow_consumer_policy COALESCE)", meta)
 	case errors.Is(err, errShutdown), errors.Is(err, fanout.ErrClosed):
-		return withInfo(codes.Unavailable, ReasonShutdown,
+		return withInfo(codes.Unavailable, pb.ErrorReason_SHUTTING_DOWN,
 			"informerd is shutting down; watch again (on another replica) from last_resource_version "+lastRV, meta)
 	}
 	return toStatus(err)

@@ -266,8 +266,8 @@ func TestWatchResumeAndTooOld(t *testing.T) {
 	tooOld := openWatch(context.Background(), t, f, &pb.WatchRequest{Resource: "configmaps", ResourceVersion: "1"})
 	<-tooOld.done
 	st := status.Convert(tooOld.err)
-	if st.Code() != codes.OutOfRange || reason(st) != server.ReasonTooOld {
-		t.Errorf("watch from RV 1 ended with %v %q (reason %q), want OUT_OF_RANGE %s", st.Code(), st.Message(), reason(st), server.ReasonTooOld)
+	if st.Code() != codes.OutOfRange || reason(st) != pb.ErrorReason_RESOURCE_VERSION_TOO_OLD.String() {
+		t.Errorf("watch from RV 1 ended with %v %q (reason %q), want OUT_OF_RANGE %s", st.Code(), st.Message(), reason(st), pb.ErrorReason_RESOURCE_VERSION_TOO_OLD)
 	}
 }
 
@@ -288,8 +288,8 @@ func TestWatchEndsOnShutdown(t *testing.T) {
 	f.srv.Stop()
 	<-s.done
 	st := status.Convert(s.err)
-	if st.Code() != codes.Unavailable || reason(st) != server.ReasonShutdown {
-		t.Errorf("stream ended with %v %q, want UNAVAILABLE %s", st.Code(), st.Message(), server.ReasonShutdown)
+	if st.Code() != codes.Unavailable || reason(st) != pb.ErrorReason_SHUTTING_DOWN.String() {
+		t.Errorf("stream ended with %v %q, want UNAVAILABLE %s", st.Code(), st.Message(), pb.ErrorReason_SHUTTING_DOWN)
 	}
 	testenv.Eventually(t, 30*time.Second, "the stream's end to be counted", func() bool { return obs.get().ended["configmaps/shutdown"] == 1 })
 	if got := obs.get().deliveries; got != 1 {

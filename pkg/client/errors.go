@@ -9,34 +9,16 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 )
 
-// Reasons informerd puts in the ErrorInfo detail of a status (domain
-// informerd.io), for clients to branch on. docs/api.md lists when each comes.
-const (
-	// ReasonTooOld: OUT_OF_RANGE, a Watch from a resourceVersion older than
-	// the history window. List again and watch from the list's version.
-	ReasonTooOld = "RESOURCE_VERSION_TOO_OLD"
-	// ReasonContinueExpired: OUT_OF_RANGE, a List continue token whose
-	// snapshot left the history window. List again from the first page.
-	ReasonContinueExpired = "CONTINUE_TOKEN_EXPIRED"
-	// ReasonNotSynced: UNAVAILABLE, the resource's cache has not completed
-	// its first list. Retry with backoff.
-	ReasonNotSynced = "CACHE_NOT_SYNCED"
-	// ReasonSlowConsumer: RESOURCE_EXHAUSTED, a Watch fell out of the
-	// history window. Watch again from LastResourceVersion.
-	ReasonSlowConsumer = "SLOW_CONSUMER"
-	// ReasonShutdown: UNAVAILABLE, informerd is stopping. Watch again from
-	// LastResourceVersion, on another replica if there is one.
-	ReasonShutdown = "SHUTTING_DOWN"
-	// ReasonLimit: RESOURCE_EXHAUSTED, a limit refused the call; the
-	// metadata "limit" names its flag. Back off and retry.
-	ReasonLimit = "LIMIT_EXCEEDED"
-
-	errorDomain = "informerd.io"
-)
+// errorDomain is the ErrorInfo domain informerd's reasons come with,
+// declared with them in api/proto/informerd/v1/errors.proto.
+var errorDomain = proto.GetExtension(pb.ErrorReason(0).Descriptor().Options(), pb.E_ErrorDomain).(string)
 
 // Error is a failed informerd call: its gRPC status, the ErrorInfo reason
 // and metadata if the status carries them, and the Kubernetes API status the
@@ -62,19 +44,22 @@ type Error struct {
 	// Code and Message are the gRPC status's.
 	Code    codes.Code
 	Message string
-	// Reason is the ErrorInfo reason (one of the Reason constants), or "".
-	Reason string
+	// Reason is the ErrorInfo reason (docs/api.md says when each comes),
+	// or ERROR_REASON_UNSPECIFIED when the status carries none or one this
+	// client does not know.
+	Reason pb.ErrorReason
 	// Metadata is the ErrorInfo metadata, e.g. last_resource_version.
 	Metadata map[string]string
 
-	st  *status.Status
-	api metav1.Status
+	reason string // as sent, for Error: it may be newer than this client
+	st     *status.Status
+	api    metav1.Status
 }
 
 // Error implements error.
 func (e *Error) Error() string {
-	if e.Reason != "" {
-		return fmt.Sprintf("informerd: %s (%s): %s", e.Code, e.Reason, e.Message)
+	if e.reason != "" {
+		return fmt.Sprintf("informerd: %s (%s): %s", e.Code, e.reason, e.Message)
 	}
 	return fmt.Sprintf("informerd: %s: %s", e.Code, e.Message)
 }
@@ -118,20 +103,22 @@ func FromError(err error) error {
 	e = &Error{Code: st.Code(), Message: st.Message(), st: st}
 	for _, d := range st.Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == errorDomain {
-			e.Reason, e.Metadata = info.GetReason(), info.GetMetadata()
+			e.reason, e.Metadata = info.GetReason(), info.GetMetadata()
+			e.Reason = pb.ErrorReason(pb.ErrorReason_value[e.reason])
 		}
 	}
 	e.api = apiStatus(e)
 	return e
 }
 
-// ReasonOf returns the ErrorInfo reason of an informerd error, or "".
-func ReasonOf(err error) string {
+// ReasonOf returns the ErrorInfo reason of an informerd error, or
+// ERROR_REASON_UNSPECIFIED.
+func ReasonOf(err error) pb.ErrorReason {
 	var e *Error
 	if errors.As(FromError(err), &e) {
 		return e.Reason
 	}
-	return ""
+	return pb.ErrorReason_ERROR_REASON_UNSPECIFIED
 }
 
 func apiStatus(e *Error) metav1.Status {

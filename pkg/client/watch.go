@@ -143,7 +143,7 @@ func (w *streamWatch) end(ctx context.Context, err error) {
 		w.send(ctx, errorEvent(apierrors.NewInternalError(err).ErrStatus))
 		return
 	}
-	if e.Code == codes.Unavailable || (e.Code == codes.ResourceExhausted && e.Reason == ReasonSlowConsumer) {
+	if e.Code == codes.Unavailable || (e.Code == codes.ResourceExhausted && e.Reason == pb.ErrorReason_SLOW_CONSUMER) {
 		klog.FromContext(ctx).V(2).Info("informerd ended the watch; it resumes from the last resourceVersion",
 			"code", e.Code.String(), "reason", e.Reason, "lastResourceVersion", e.LastResourceVersion(), "message", e.Message)
 		return
