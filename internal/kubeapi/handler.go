@@ -66,7 +66,7 @@ func (nopObserver) Forwarded(int)                              {}
 const (
 	DefaultMaxWatches      = 10000
 	DefaultMaxPageSize     = 5000
-	DefaultConsistentWait  = 10 * time.Second
+	DefaultConsistentWait  = 3 * time.Second
 	DefaultDiscoveryTTL    = 10 * time.Second
 	DefaultMaxRequestBytes = 3 << 20
 )
