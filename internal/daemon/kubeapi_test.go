@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -143,4 +145,50 @@ func h2cTransport(dial func(ctx context.Context, network, addr string) (net.Conn
 	tr.Protocols = new(http.Protocols)
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	return tr
+}
+
+// TestInformerAcrossRestart runs an unmodified client-go informer against
+// informerd's Kubernetes API while informerd restarts on the same address
+// and the configmaps change meanwhile: it ends with the API server's state.
+func TestInformerAcrossRestart(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const ns = "kube-api-restart"
+	kube := namespaceWithConfigMap(t, ns)
+	addr, err := testenv.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := daemon.NewOptions()
+	o.RestConfig = env.Config
+	o.Config = parse(t, "resources: [{resource: configmaps, namespace: "+ns+"}]")
+	o.GRPCAddress, o.MetricsAddress, o.KubeAPIAddress = "127.0.0.1:0", "127.0.0.1:0", addr
+	_, stop := start(t, o)
+
+	factory := informers.NewSharedInformerFactoryWithOptions(kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://" + addr}), 0, informers.WithNamespace(ns))
+	inf := factory.Core().V1().ConfigMaps().Informer()
+	factory.Start(ctx.Done())
+	defer func() { cancel(); factory.Shutdown() }()
+	testenv.Eventually(t, time.Minute, "the informer to sync through informerd", inf.HasSynced)
+
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	cms := kube.CoreV1().ConfigMaps(ns)
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "while-down"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "cm", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start(t, o)
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{ns + "/after", ns + "/while-down"}
+	testenv.Eventually(t, time.Minute, "the informer to hold the API server's configmaps after the restart", func() bool {
+		keys := inf.GetStore().ListKeys()
+		slices.Sort(keys)
+		return slices.Equal(keys, want)
+	})
 }
