@@ -79,7 +79,7 @@ func consume(w *Watcher, rv uint64) (int, error) {
 			return n, err
 		}
 		n += len(items)
-		if last := items[len(items)-1]; last.Type != watch.Bookmark && last.RV >= rv {
+		if last := items[len(items)-1]; last.Type != watch.Bookmark && last.Object.RV >= rv {
 			return n, nil
 		}
 	}

@@ -64,7 +64,6 @@ type Item struct {
 	Object *object.Object // nil for a bookmark
 	// ResourceVersion is the event's (the cache's RV after it).
 	ResourceVersion string
-	RV              uint64
 	// Applied is when the change entered the cache; zero for initial
 	// objects and bookmarks.
 	Applied time.Time
@@ -78,7 +77,7 @@ func (s *Selection) translate(ev indexer.Event) (Item, bool) {
 	if ev.Type != watch.Deleted {
 		is = s.Matches(ev.Object)
 	}
-	it := Item{Object: ev.Object, ResourceVersion: ev.ResourceVersion, RV: ev.RV, Applied: ev.Applied}
+	it := Item{Object: ev.Object, ResourceVersion: ev.ResourceVersion, Applied: ev.Applied}
 	switch {
 	case was && is:
 		it.Type = watch.Modified

@@ -88,7 +88,7 @@ func (h *Hub) Watch(opts WatchOptions) (w *Watcher, initial []Item, at string, e
 	var closed error
 	err = h.ix.Join(start, func(j indexer.Joined) {
 		for _, o := range j.Snapshot {
-			initial = append(initial, Item{Type: watch.Added, Object: o, ResourceVersion: j.At.ResourceVersion, RV: j.At.RV()})
+			initial = append(initial, Item{Type: watch.Added, Object: o, ResourceVersion: j.At.ResourceVersion})
 		}
 		for _, ev := range j.Replay {
 			if it, ok := opts.Selection.translate(ev); ok {

@@ -51,12 +51,6 @@ type Position struct {
 	Seq uint64
 }
 
-// RV is ResourceVersion as a number.
-func (p Position) RV() uint64 {
-	n, _ := object.ParseRV(p.ResourceVersion)
-	return n
-}
-
 // Joined is what a joiner starts from.
 type Joined struct {
 	// Replay holds the events after Start.ResourceVersion; Snapshot the
