@@ -66,6 +66,7 @@ func (d *Daemon) wire(o Options, cfg *config.Config, restConfig *rest.Config, cr
 		Upstream:      restConfig,
 		Authenticator: sopts.Authenticator,
 		Authorizer:    sopts.Authorizer,
+		Limits:        sopts.Limits,
 		MaxWatches:    sopts.MaxWatches,
 		MaxPageSize:   sopts.MaxPageSize,
 		Observer:      metrics.NewKubeAPI(d.reg),

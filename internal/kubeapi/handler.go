@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/informerd/informerd/internal/auth"
+	"github.com/informerd/informerd/internal/limits"
 	"github.com/informerd/informerd/internal/pipeline"
 )
 
@@ -84,6 +85,9 @@ type Options struct {
 	// cache, as for gRPC; nil means everyone may read everything.
 	Authenticator auth.Authenticator
 	Authorizer    auth.Authorizer
+	// Limits bound each identity's watches and list rate, shared with the
+	// gRPC listener; nil means only MaxWatches applies.
+	Limits *limits.Limiter
 	// MaxWatches bounds the watches open at once (default
 	// DefaultMaxWatches); MaxPageSize the objects in one list page (a
 	// larger limit is clamped); MaxRequestBytes the body of a forwarded
@@ -217,8 +221,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "get":
 		h.get(rec, r, res, info)
 	case "list":
+		// A list's first page counts against its caller's list rate, as
+		// a gRPC List does; continue pages do not.
+		if h.opts.Limits != nil && r.URL.Query().Get("continue") == "" {
+			if err := h.opts.Limits.StartList(r.Context(), limitClient(r, caller)); err != nil {
+				writeStatus(rec, limitStatus(rec, err))
+				return
+			}
+		}
 		h.list(rec, r, res, info)
 	case "watch":
+		if h.opts.Limits != nil {
+			release, err := h.opts.Limits.StartWatch(r.Context(), limitClient(r, caller))
+			if err != nil {
+				writeStatus(rec, limitStatus(rec, err))
+				return
+			}
+			defer release()
+		}
 		h.watch(rec, r, res, info)
 	}
 }
@@ -242,6 +262,16 @@ func (h *Handler) lookup(info *request.RequestInfo) pipeline.Served {
 		}
 	}
 	return nil
+}
+
+// limitClient names the client whose limits a request counts against, as
+// for gRPC: the authenticated user, or for an anonymous caller
+// (--auth-mode none) its connection.
+func limitClient(r *http.Request, u user.Info) string {
+	if u.GetName() == user.Anonymous {
+		return "connection " + r.RemoteAddr
+	}
+	return fmt.Sprintf("user %q", u.GetName())
 }
 
 // authenticate finds the caller as the gRPC layer would: the request's

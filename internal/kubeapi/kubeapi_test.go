@@ -34,6 +34,7 @@ import (
 
 	"github.com/informerd/informerd/internal/config"
 	"github.com/informerd/informerd/internal/kubeapi"
+	"github.com/informerd/informerd/internal/limits"
 	"github.com/informerd/informerd/internal/pipeline"
 	"github.com/informerd/informerd/internal/testenv"
 )
@@ -584,4 +585,39 @@ func TestControllerRuntimeManager(t *testing.T) {
 		var cm corev1.ConfigMap
 		return c.Get(ctx, crclient.ObjectKey{Namespace: ns, Name: "created"}, &cm) == nil
 	})
+}
+
+// TestLimits refuses a list past its caller's rate with the API server's
+// 429 and a Retry-After, which client-go honours.
+func TestLimits(t *testing.T) {
+	const ns = "kapi-limits"
+	f := setup(t, ns)
+	h, err := kubeapi.New(kubeapi.Options{
+		Caches: f.set, Upstream: env.Config,
+		Limits: limits.New(limits.Options{ListRate: 0.01, ListBurst: 1, MaxQueueWait: time.Millisecond}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	get := func() *http.Response {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/api/v1/namespaces/" + ns + "/configmaps")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Read to the end, so the next request reuses the connection: with
+		// --auth-mode none, a connection is a client.
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	if resp := get(); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first list: HTTP %d", resp.StatusCode)
+	}
+	resp := get()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("second list at once: HTTP %d, Retry-After %q; want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
 }

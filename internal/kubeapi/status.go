@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/informerd/informerd/internal/auth"
+	"github.com/informerd/informerd/internal/limits"
 )
 
 // writeStatus writes a failure as the API server does: a metav1.Status
@@ -79,4 +82,19 @@ func authStatus(err error) *metav1.Status {
 
 func statusRequestTooLarge(limit int64) *metav1.Status {
 	return statusOf(apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the request body is larger than informerd forwards (%d bytes)", limit)))
+}
+
+// limitStatus is the API server's 429 for a call refused by a limit, with
+// Retry-After when the limiter says when the caller's turn comes; client-go
+// waits that long and retries.
+func limitStatus(w http.ResponseWriter, err error) *metav1.Status {
+	var e *limits.Exceeded
+	if !errors.As(err, &e) {
+		return asStatus(err)
+	}
+	secs := max(int((e.RetryAfter+time.Second-1)/time.Second), 1)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	st := tooMany(fmt.Sprintf("%s (limit --%s)", e.Msg, e.Limit))
+	st.Details.RetryAfterSeconds = int32(secs)
+	return st
 }
