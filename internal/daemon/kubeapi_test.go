@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,4 +192,41 @@ func TestInformerAcrossRestart(t *testing.T) {
 		slices.Sort(keys)
 		return slices.Equal(keys, want)
 	})
+}
+
+// TestKubeAPIWithClientCertificates serves the Kubernetes API with
+// --auth-mode mtls: a certificate the config maps to configmaps in one
+// namespace reads them from the cache and nothing else.
+func TestKubeAPIWithClientCertificates(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	const ns = "kube-api-mtls"
+	namespaceWithConfigMap(t, ns)
+	ca := testenv.NewCA(t, "informerd-ca")
+	serverCert, serverKey := ca.Issue(t, "127.0.0.1", true)
+	clientCert, clientKey := ca.Issue(t, "app", false)
+	o := daemon.NewOptions()
+	o.RestConfig = env.Config
+	o.Config = parse(t, "resources: [{resource: configmaps}]\nmtlsClients:\n  - {commonName: app, resources: [configmaps], namespaces: ["+ns+"]}\n")
+	o.GRPCAddress, o.MetricsAddress, o.KubeAPIAddress = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	o.AuthMode = "mtls"
+	o.TLS.CertFile = testenv.WriteFile(t, dir, "tls.crt", serverCert)
+	o.TLS.KeyFile = testenv.WriteFile(t, dir, "tls.key", serverKey)
+	o.TLS.ClientCAFile = testenv.WriteFile(t, dir, "ca.crt", ca.PEM)
+	d, _ := start(t, o)
+
+	app := kubernetes.NewForConfigOrDie(&rest.Config{Host: d.KubeAPIURL(), TLSClientConfig: rest.TLSClientConfig{CAData: ca.PEM, CertData: clientCert, KeyData: clientKey}})
+	testenv.Eventually(t, time.Minute, "a list with the app's certificate", func() bool {
+		l, err := app.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) == 1
+	})
+	if _, err := app.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("list in a namespace the certificate is not mapped to: %v, want 403", err)
+	}
+	// Not served from the cache and not forwardable: a certificate is not a
+	// token informerd could pass on.
+	_, err := app.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "client certificate") {
+		t.Errorf("list of an uncached resource with a certificate only: %v, want 403 saying why", err)
+	}
 }
