@@ -244,8 +244,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // lookup returns the served resource a get, list or watch of info reads,
-// or nil when informerd does not cache it in that version (or the request
-// is for a subresource, or another verb): such requests are forwarded.
+// or nil when informerd does not cache it in that version, or caches only
+// part of what the request asks for (the configuration narrows it to
+// another namespace or by selectors), or the request is for a subresource
+// or another verb: such requests are forwarded.
 func (h *Handler) lookup(info *request.RequestInfo) pipeline.Served {
 	switch info.Verb {
 	case "get", "list", "watch":
@@ -258,6 +260,9 @@ func (h *Handler) lookup(info *request.RequestInfo) pipeline.Served {
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
 	for _, s := range h.opts.Caches.Served() {
 		if s.Resolved().GVR == gvr {
+			if !s.Covers(info.Namespace) {
+				return nil
+			}
 			return s
 		}
 	}

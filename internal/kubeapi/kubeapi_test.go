@@ -621,3 +621,22 @@ func TestLimits(t *testing.T) {
 		t.Errorf("second list at once: HTTP %d, Retry-After %q; want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 }
+
+// TestPartialCacheIsForwarded: a cache the configuration narrows to one
+// namespace answers for that namespace only; a read of another, or of all
+// namespaces, goes to the API server (here refused, for want of a token),
+// never an incomplete answer from the cache.
+func TestPartialCacheIsForwarded(t *testing.T) {
+	const ns = "kapi-narrow"
+	f := setupWith(t, ns, "resources: [{resource: configmaps, namespace: "+ns+"}]")
+	ctx := context.Background()
+	if _, err := f.cached.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("list of the cached namespace: %v", err)
+	}
+	for _, other := range []string{"default", ""} {
+		_, err := f.cached.CoreV1().ConfigMaps(other).List(ctx, metav1.ListOptions{})
+		if !apierrors.IsUnauthorized(err) || !strings.Contains(err.Error(), "forwards") {
+			t.Errorf("list of namespace %q: %v, want it forwarded (and refused without a token)", other, err)
+		}
+	}
+}

@@ -79,6 +79,11 @@ type Served interface {
 	Cache() *indexer.Indexer
 	// Hub fans the cache's events out to watchers.
 	Hub() *fanout.Hub
+	// Covers reports whether the cache holds every object of the resource
+	// in namespace (in all namespaces when ""): false when the
+	// configuration narrows the watch to another namespace or by a label
+	// or field selector.
+	Covers(namespace string) bool
 	// IndexFields maps the object field each plain-path JSONPath index
 	// reads ("spec.nodeName" for "{.spec.nodeName}") to that index's name,
 	// for field selectors.
@@ -182,6 +187,12 @@ func (p *Pipeline) Resolved() Resolved {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.resolved
+}
+
+// Covers implements Served.
+func (p *Pipeline) Covers(namespace string) bool {
+	c := p.cfg
+	return c.LabelSelector == "" && c.FieldSelector == "" && (c.Namespace == "" || c.Namespace == namespace)
 }
 
 // IndexFields implements Served.
