@@ -222,6 +222,22 @@ func BinaryDir() (string, error) {
 	return dir, nil
 }
 
+// Kubectl returns the path of the kubectl that `make testenv` builds
+// beside kube-apiserver from the same pinned modules, so that tests never
+// depend on a kubectl the machine happens to have; or an error wrapping
+// ErrBinariesMissing that tells the user to run `make testenv`.
+func Kubectl() (string, error) {
+	dir, err := BinaryDir()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "kubectl")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%w: kubectl is missing in %s; run `make testenv` to build it (or set %s)", ErrBinariesMissing, dir, DirEnv)
+	}
+	return p, nil
+}
+
 // repoRoot finds the informerd module root from the working directory, which
 // `go test` sets to the package folder.
 func repoRoot() (string, error) {
