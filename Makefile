@@ -20,7 +20,7 @@ build: ## build informerd and informerctl into bin/
 	$(GO) build -o $(BIN)/informerd ./cmd/informerd
 	$(GO) build -o $(BIN)/informerctl ./cmd/informerctl
 
-testenv: ## build the pinned kube-apiserver and etcd (skipped when already built)
+testenv: ## build the pinned kube-apiserver, etcd and kubectl (each skipped when already built)
 	hack/controlplane/build.sh
 
 test: verify testenv node-deps python-deps ## everything CI checks: verify, unit and integration tests with -race on the real control plane, one pass of each Go benchmark, a short pass of every fuzz target, the benchmark harness in smoke mode
@@ -39,15 +39,15 @@ FUZZTIME_TEST ?= 4s
 fuzz: ## run every fuzz target for FUZZTIME each (default 1m); make test runs them for 4s
 	hack/fuzz.sh $(FUZZTIME)
 
-PYTHON_DEBS := python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc
-python-deps: ## install Debian's packages the Python example needs (apt-get, as root; skipped when present)
-	@if /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null && [[ -x /usr/bin/protoc && -x /usr/bin/grpc_python_plugin ]]; then :; \
+PYTHON_DEBS := python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc python3-kubernetes
+python-deps: ## install Debian's packages the Python examples need (apt-get, as root; skipped when present)
+	@if /usr/bin/python3 -c 'import grpc, google.protobuf, kubernetes' 2>/dev/null && [[ -x /usr/bin/protoc && -x /usr/bin/grpc_python_plugin ]]; then :; \
 	else apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PYTHON_DEBS); fi
 
-node-deps: examples/node/node_modules/.package-lock.json ## install the Node.js example's pinned packages (npm ci)
+node-deps: examples/node/node_modules/.package-lock.json examples/kube-api/node/node_modules/.package-lock.json ## install the Node.js examples' pinned packages (npm ci)
 
-examples/node/node_modules/.package-lock.json: examples/node/package.json examples/node/package-lock.json
-	cd examples/node && npm ci --no-audit --no-fund
+examples/%/node_modules/.package-lock.json: examples/%/package.json examples/%/package-lock.json
+	cd examples/$* && npm ci --no-audit --no-fund
 
 lint: ## gofmt, go vet, staticcheck
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$out" ]]; then echo "gofmt needed in:"; echo "$$out"; exit 1; fi

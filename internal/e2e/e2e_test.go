@@ -1,6 +1,9 @@
 // Package e2e runs the example clients in other languages against a real
 // informerd (caches + CacheService on loopback TCP) on the real control
-// plane, and checks what they receive.
+// plane, and checks what they receive; and clients that no one here wrote
+// (kubectl, the Python kubernetes package, @kubernetes/client-node) against
+// informerd's Kubernetes API and the API server at once, for the same
+// writes, and checks that they see the same.
 package e2e
 
 import (

@@ -14,17 +14,7 @@ import (
 // change must arrive exactly once, in order. Once in plaintext, once over
 // TLS with a bearer token.
 func TestNodeClient(t *testing.T) {
-	dir, err := filepath.Abs("../../examples/node")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@grpc", "grpc-js")); err != nil {
-		t.Fatalf("examples/node has no node_modules: run `make node-deps` (npm ci in examples/node): %v", err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is not installed: install Node.js 18 or newer: %v", err)
-	}
+	dir, node := nodeExample(t, "examples/node", "@grpc/grpc-js")
 	for _, secure := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tls and token %v", secure), func(t *testing.T) {
 			runExample(t, fmt.Sprintf("node-client-%v", secure), secure, func(ctx context.Context, addr, resource, namespace string, events int, sec *security) *exec.Cmd {
@@ -36,4 +26,23 @@ func TestNodeClient(t *testing.T) {
 			})
 		})
 	}
+}
+
+// nodeExample returns the folder of the Node.js example at path (from the
+// repository's root) and the node binary; it fails, saying what to run,
+// when node or the example's module is not installed.
+func nodeExample(t *testing.T, path, module string) (dir, node string) {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("../..", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", module)); err != nil {
+		t.Fatalf("%s has no node_modules: run `make node-deps` (npm ci in %s): %v", path, path, err)
+	}
+	node, err = exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not installed: install Node.js 20 or newer: %v", err)
+	}
+	return dir, node
 }
