@@ -81,6 +81,7 @@ manifests: ## render every kustomization under deploy/ into bin/manifests/
 	@mkdir -p $(BIN)/manifests
 	$(KUSTOMIZE) build deploy/base > $(BIN)/manifests/base.yaml
 	$(KUSTOMIZE) build deploy/examples/sidecar > $(BIN)/manifests/sidecar.yaml
+	$(KUSTOMIZE) build deploy/examples/kube-api-sidecar > $(BIN)/manifests/kube-api-sidecar.yaml
 	$(KUSTOMIZE) build deploy/examples/shared-client > $(BIN)/manifests/shared-client.yaml
 	$(KUSTOMIZE) build deploy/monitoring > $(BIN)/manifests/monitoring.yaml
 	@echo "rendered into bin/manifests/"

@@ -6,25 +6,31 @@ package deploy_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/informerd/informerd/internal/config"
+	"github.com/informerd/informerd/internal/daemon"
 	"github.com/informerd/informerd/internal/testenv"
 )
 
@@ -63,7 +69,7 @@ func TestManifests(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("install the Prometheus Operator CRDs from deploy/testdata/crds: %v", err)
 	}
-	for _, dir := range []string{"base", "examples/sidecar", "examples/shared-client", "monitoring"} {
+	for _, dir := range []string{"base", "examples/sidecar", "examples/kube-api-sidecar", "examples/shared-client", "monitoring"} {
 		t.Run(dir, func(t *testing.T) {
 			objs := render(t, dir)
 			client := dynamic.NewForConfigOrDie(env.Config)
@@ -103,8 +109,7 @@ func TestManifests(t *testing.T) {
 					t.Errorf("server-side dry run of %s %s/%s: %v", gvk.Kind, o.GetNamespace(), o.GetName(), err)
 				}
 				// The shipped informerd config must itself be valid.
-				if gvk.Kind == "ConfigMap" {
-					data, _, _ := unstructured.NestedString(o.Object, "data", "config.yaml")
+				if data, ok, _ := unstructured.NestedString(o.Object, "data", "config.yaml"); gvk.Kind == "ConfigMap" && ok {
 					if _, err := config.Parse([]byte(data)); err != nil {
 						t.Errorf("config.yaml in %s: %v", o.GetName(), err)
 					}
@@ -231,5 +236,90 @@ func TestDashboard(t *testing.T) {
 		if !found {
 			t.Errorf("no panel titled %q…", want)
 		}
+	}
+}
+
+// TestKubeAPISidecar checks what the dry run cannot see in
+// deploy/examples/kube-api-sidecar: informerd accepts its flags with its
+// config, and the app's kubeconfig points at the address and certificate
+// informerd serves the Kubernetes API with, using the pod's token.
+func TestKubeAPISidecar(t *testing.T) {
+	var dep, cfg, kc *unstructured.Unstructured
+	for _, o := range render(t, "examples/kube-api-sidecar") {
+		switch {
+		case o.GetKind() == "Deployment":
+			dep = o
+		case strings.HasPrefix(o.GetName(), "informerd-sidecar-config-"):
+			cfg = o
+		case strings.HasPrefix(o.GetName(), "informerd-kubeconfig-"):
+			kc = o
+		}
+	}
+	if dep == nil || cfg == nil || kc == nil {
+		t.Fatal("want a Deployment, the informerd config and the kubeconfig")
+	}
+	var pod corev1.PodSpec
+	spec, _, _ := unstructured.NestedMap(dep.Object, "spec", "template", "spec")
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(spec, &pod); err != nil {
+		t.Fatal(err)
+	}
+	if len(pod.InitContainers) != 1 || len(pod.Containers) != 1 {
+		t.Fatalf("want informerd as the one init container and the app, got %d and %d", len(pod.InitContainers), len(pod.Containers))
+	}
+	informerd, app := pod.InitContainers[0], pod.Containers[0]
+
+	o := daemon.NewOptions()
+	fs := flag.NewFlagSet("informerd", flag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(informerd.Args); err != nil {
+		t.Fatalf("informerd's args: %v", err)
+	}
+	data, _, _ := unstructured.NestedString(cfg.Object, "data", "config.yaml")
+	c, err := config.Parse([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Config = c
+	if err := o.Validate(); err != nil {
+		t.Errorf("informerd refuses its args: %v", err)
+	}
+
+	data, _, _ = unstructured.NestedString(kc.Object, "data", "kubeconfig")
+	kubeconfig, err := clientcmd.Load([]byte(data))
+	if err != nil {
+		t.Fatalf("the app's kubeconfig: %v", err)
+	}
+	kctx := kubeconfig.Contexts[kubeconfig.CurrentContext]
+	if kctx == nil || kubeconfig.Clusters[kctx.Cluster] == nil || kubeconfig.AuthInfos[kctx.AuthInfo] == nil {
+		t.Fatalf("the app's kubeconfig has no complete current context: %+v", kctx)
+	}
+	cluster, user := kubeconfig.Clusters[kctx.Cluster], kubeconfig.AuthInfos[kctx.AuthInfo]
+	// https: client-go sends the token only to an https server.
+	if want := "https://" + o.KubeAPIAddress; cluster.Server != want {
+		t.Errorf("the app's kubeconfig points at %s; informerd serves the Kubernetes API at %s", cluster.Server, want)
+	}
+	if user.TokenFile != "/var/run/secrets/kubernetes.io/serviceaccount/token" {
+		t.Errorf("the app's kubeconfig reads its token from %q, not the pod's ServiceAccount token", user.TokenFile)
+	}
+	// The CA file comes from the Secret of informerd's certificate.
+	secretOf := func(c corev1.Container, file string) string {
+		for _, m := range c.VolumeMounts {
+			if rel, ok := strings.CutPrefix(file, m.MountPath+"/"); ok {
+				for _, v := range pod.Volumes {
+					if v.Name == m.Name && v.Secret != nil {
+						return v.Secret.SecretName + "/" + rel
+					}
+				}
+			}
+		}
+		return ""
+	}
+	certSecret := secretOf(informerd, o.TLS.CertFile)
+	caSecret := secretOf(app, cluster.CertificateAuthority)
+	if certSecret == "" || caSecret == "" || path.Dir(certSecret) != path.Dir(caSecret) {
+		t.Errorf("informerd's certificate comes from %q and the app's CA from %q: want one Secret", certSecret, caSecret)
+	}
+	if env := app.Env; len(env) == 0 || env[0].Name != "KUBECONFIG" || secretOf(app, env[0].Value) != "" {
+		t.Errorf("the app's KUBECONFIG: %+v", env)
 	}
 }
