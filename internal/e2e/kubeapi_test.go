@@ -28,6 +28,7 @@ import (
 
 	"github.com/informerd/informerd/internal/config"
 	"github.com/informerd/informerd/internal/daemon"
+	"github.com/informerd/informerd/internal/object"
 	"github.com/informerd/informerd/internal/testenv"
 )
 
@@ -176,6 +177,21 @@ func (k *kubeAPI) waitCached(t *testing.T, resource, rv string) {
 	if err := p.Cache().WaitFor(ctx, rv); err != nil {
 		t.Fatalf("informerd's cache of %s did not reach resourceVersion %s: %v", resource, rv, err)
 	}
+}
+
+// waitGone waits until informerd's cache of resource no longer holds the
+// object name in its namespace: the deletion's resourceVersion is in no answer a
+// client gets.
+func (k *kubeAPI) waitGone(t *testing.T, resource, name string) {
+	t.Helper()
+	p, ok := k.d.Caches().Lookup(resource)
+	if !ok {
+		t.Fatalf("informerd caches no %s", resource)
+	}
+	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("informerd's cache to lose %s %s/%s", resource, k.ns, name), func() bool {
+		_, ok := p.Cache().Get(object.KeyOf(k.ns, name))
+		return !ok
+	})
 }
 
 // answered returns how many requests for resource with verb informerd

@@ -253,6 +253,8 @@ func TestKubectlWrites(t *testing.T) {
 					t.Fatal(err)
 				}
 				k.waitCached(t, "configmaps", meta.ResourceVersion)
+			} else {
+				k.waitGone(t, "configmaps", "written")
 			}
 			sameAsDirect(t, fmt.Sprintf("after %s through %s, kubectl get", s.name, through), direct, k.kubectl(t, k.cached, "", get...))
 		}
