@@ -58,6 +58,14 @@ func (c *cluster) stop() { _ = c.env.Stop() }
 // nodeName is the node of pod i.
 func nodeName(i, nodes int) string { return fmt.Sprintf("node-%03d", i%nodes) }
 
+// podsOnNode is how many of pods are on the node of pod i.
+func podsOnNode(i, pods, nodes int) int {
+	if i%nodes < pods%nodes {
+		return pods/nodes + 1
+	}
+	return pods / nodes
+}
+
 // loadPods creates count realistic pods (benchdata.Pod: labels, owner, two
 // containers, a running status written by a second field manager) in ns,
 // spread over nodes, with 16 writers; it logs progress.

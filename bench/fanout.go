@@ -14,10 +14,13 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 )
@@ -197,6 +200,70 @@ func apiWatchers(ctx context.Context, c *cluster, ns string, n, nodes int) (*wat
 			}
 		})
 	}
+	return w, nil
+}
+
+// informerWatchers runs n unmodified client-go pod informers against the
+// Kubernetes API at cfg (informerd's), informer i on the pods of ns on node
+// i%nodes (fieldSelector spec.nodeName, as apiWatchers select), and returns
+// once each has synced the pods of its node (pods in all, spread over nodes
+// as loadPods spreads them). Each records what its event handler is told
+// after that; a watch that fails (client-go's watch error handler, before it
+// lists or watches again) counts as a stream that ended early. Over plain
+// HTTP, client-go speaks HTTP/1.1: a connection per watch.
+func informerWatchers(ctx context.Context, cfg *rest.Config, ns string, n, pods, nodes int) (*watchers, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &watchers{got: make([][]receipt, n), cancel: cancel}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	infs := make([]cache.SharedIndexInformer, n)
+	var synced []cache.InformerSynced
+	for i := range n {
+		node := nodeName(i, nodes)
+		factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "spec.nodeName=" + node }))
+		infs[i] = factory.Core().V1().Pods().Informer()
+		_ = infs[i].SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+			if ctx.Err() == nil {
+				w.fail(i, err)
+			}
+		})
+		record := func(o any) {
+			if p, ok := o.(*corev1.Pod); ok {
+				w.record(i, p.ResourceVersion)
+			}
+		}
+		reg, err := infs[i].AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: record, DeleteFunc: record, UpdateFunc: func(_, o any) { record(o) },
+		})
+		if err != nil {
+			w.close()
+			return nil, fmt.Errorf("informer %d: %w", i, err)
+		}
+		synced = append(synced, reg.HasSynced) // its handler has had the initial pods
+		factory.Start(ctx.Done())
+		w.wg.Go(func() { <-ctx.Done(); factory.Shutdown() })
+	}
+	syncCtx, stop := context.WithTimeout(ctx, 5*time.Minute)
+	defer stop()
+	if !cache.WaitForCacheSync(syncCtx.Done(), synced...) {
+		w.close()
+		return nil, fmt.Errorf("%d client-go informers not synced within 5 minutes", n)
+	}
+	for i, inf := range infs {
+		if got, want := len(inf.GetStore().ListKeys()), podsOnNode(i, pods, nodes); got != want {
+			w.close()
+			return nil, fmt.Errorf("informer %d synced %d pods of %s, want %d", i, got, nodeName(i, nodes), want)
+		}
+	}
+	if err := w.failed(); err != nil {
+		w.close()
+		return nil, err
+	}
+	w.take() // the initial pods are not deliveries
 	return w, nil
 }
 

@@ -54,3 +54,32 @@ func TestPhaseDuration(t *testing.T) {
 		t.Errorf("without a paced time: %v, want the phase time", got)
 	}
 }
+
+func TestPodsOnNode(t *testing.T) {
+	// loadPods puts pod i on node i mod nodes.
+	for _, tt := range []struct {
+		name           string
+		i, pods, nodes int
+		want           int
+	}{
+		{"even", 7, 2000, 100, 20},
+		{"a node with one more", 1, 10, 3, 3},
+		{"the first node", 3, 10, 3, 4},
+		{"the last node", 2, 10, 3, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			want := 0
+			for j := range tt.pods {
+				if nodeName(j, tt.nodes) == nodeName(tt.i, tt.nodes) {
+					want++
+				}
+			}
+			if want != tt.want {
+				t.Fatalf("the case is wrong: %d pods on the node, not %d", want, tt.want)
+			}
+			if got := podsOnNode(tt.i, tt.pods, tt.nodes); got != tt.want {
+				t.Errorf("podsOnNode(%d, %d, %d) = %d, want %d", tt.i, tt.pods, tt.nodes, got, tt.want)
+			}
+		})
+	}
+}

@@ -10,6 +10,9 @@ import (
 	"strings"
 
 	"google.golang.org/grpc"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/testenv"
@@ -24,6 +27,11 @@ type daemon struct {
 	metricsURL string
 	conn       *grpc.ClientConn
 	client     pb.CacheServiceClient
+	// kubeAPI is its Kubernetes API (--kube-api-address, plain HTTP on
+	// loopback, no credentials: --auth-mode none), for unmodified
+	// client-go; kubeconfig is a file that points at it, for children.
+	kubeAPI    *rest.Config
+	kubeconfig string
 }
 
 // podsConfig caches the pods of ns with a node index.
@@ -36,13 +44,18 @@ func podsConfig(ns string) string {
 }
 
 // startInformerd runs bin with config against c and waits until it is ready.
-// Limits are lifted: every benchmark client is the same anonymous identity.
+// It serves gRPC and the Kubernetes API. Limits are lifted: every benchmark
+// client is the same anonymous identity.
 func startInformerd(bin string, c *cluster, dir, config string) (*daemon, error) {
 	cfgFile := filepath.Join(dir, "informerd.yaml")
 	if err := os.WriteFile(cfgFile, []byte(config), 0o600); err != nil {
 		return nil, err
 	}
-	td, err := testenv.StartDaemon(bin, cfgFile, c.kubeconfig,
+	kubeAddr, err := testenv.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	td, err := testenv.StartDaemon(bin, cfgFile, c.kubeconfig, "--kube-api-address="+kubeAddr,
 		"--max-watches=100000", "--max-watches-per-identity=100000", "--watch-rate=1000000", "--watch-burst=1000000",
 		"--list-rate=1000000", "--list-burst=1000000",
 		"--max-streams-per-connection=100000")
@@ -50,13 +63,31 @@ func startInformerd(bin string, c *cluster, dir, config string) (*daemon, error)
 		return nil, err
 	}
 	d := &daemon{Daemon: td, pid: td.PID(), grpcAddr: td.GRPCAddr, metricsURL: "http://" + td.MetricsAddr + "/metrics"}
-	logf("informerd pid %d ready: gRPC %s, metrics and pprof on http://%s", d.pid, d.grpcAddr, td.MetricsAddr)
+	logf("informerd pid %d ready: gRPC %s, Kubernetes API http://%s, metrics and pprof on http://%s", d.pid, d.grpcAddr, kubeAddr, td.MetricsAddr)
+	// As the harness's own clients: no rate limit of client-go's.
+	d.kubeAPI = &rest.Config{Host: "http://" + kubeAddr, QPS: 5000, Burst: 10000}
+	d.kubeconfig = filepath.Join(dir, fmt.Sprintf("informerd-%d.kubeconfig", d.pid))
+	if err := writeKubeconfig(d.kubeconfig, d.kubeAPI.Host); err != nil {
+		d.stop()
+		return nil, err
+	}
 	if d.conn, err = dial(d.grpcAddr); err != nil {
 		d.stop()
 		return nil, err
 	}
 	d.client = pb.NewCacheServiceClient(d.conn)
 	return d, nil
+}
+
+// writeKubeconfig writes a kubeconfig for server with no credentials: all
+// an unmodified client needs to read from informerd with --auth-mode none.
+func writeKubeconfig(path, server string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["informerd"] = &clientcmdapi.Cluster{Server: server}
+	cfg.AuthInfos["anonymous"] = &clientcmdapi.AuthInfo{}
+	cfg.Contexts["informerd"] = &clientcmdapi.Context{Cluster: "informerd", AuthInfo: "anonymous"}
+	cfg.CurrentContext = "informerd"
+	return clientcmd.WriteToFile(*cfg, path)
 }
 
 // dial connects to a gRPC server on loopback as informerd's Go client

@@ -60,6 +60,15 @@ func TestProfileShare(t *testing.T) {
 		1 << 20: {"runtime.mallocgc", "github.com/informerd/informerd/internal/fanout.(*Watcher).deliver"},
 		3 << 20: {"runtime.mallocgc", "github.com/informerd/informerd/internal/reflector.(*Reflector).Run"},
 	})
+	// The Kubernetes API over HTTP/1.1: the watch handler writes to the
+	// connection itself; its list handler and the metrics server are not
+	// serving watches.
+	kubeCPU := profileOf(t, "cpu", map[int64][]string{
+		30: {"syscall.write", "net/http.(*response).FlushError", "github.com/informerd/informerd/internal/kubeapi.(*eventWriter).flush", "github.com/informerd/informerd/internal/kubeapi.(*Handler).watch", "net/http.(*conn).serve"},
+		10: {"github.com/informerd/informerd/internal/fanout.(*Hub).OnEvent", "github.com/informerd/informerd/internal/pipeline.(*Pipeline).Run"},
+		25: {"github.com/informerd/informerd/internal/kubeapi.(*Handler).list", "net/http.(*conn).serve"},
+		35: {"github.com/prometheus/client_golang/prometheus.(*Registry).Gather", "net/http.(*conn).serve"},
+	})
 	for _, tt := range []struct {
 		name       string
 		data       []byte
@@ -68,6 +77,7 @@ func TestProfileShare(t *testing.T) {
 		want       float64
 	}{
 		{"serving CPU", cpu, "cpu", informerdServing, 0.4},
+		{"serving CPU on the Kubernetes API", kubeCPU, "cpu", kubeAPIServing, 0.4},
 		{"the collector's CPU", cpu, "cpu", gcWorkers, 0.2},
 		{"serving allocations", allocs, "alloc_space", informerdServing, 0.25},
 	} {

@@ -65,7 +65,8 @@ type Stat struct {
 	Runs   []float64 `json:"runs"`
 }
 
-// Goal is a target from the issue, checked against a ratio of one run.
+// Goal is a target from an issue, checked against a ratio of medians; one
+// with no Target is a ratio an issue asks to report, and Met says nothing.
 type Goal struct {
 	Name     string  `json:"name"`
 	Target   string  `json:"target"`
@@ -170,11 +171,14 @@ func (r *Report) markdown() string {
 		if len(s.Goals) > 0 {
 			b.WriteString("| goal | target | measured | met |\n| --- | --- | --- | --- |\n")
 			for _, g := range s.Goals {
-				met := "yes"
-				if !g.Met {
+				target, met := g.Target, "yes"
+				switch {
+				case target == "":
+					target, met = "— (reported)", "—"
+				case !g.Met:
 					met = "**no**"
 				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", g.Name, g.Target, g.Detail, met)
+				fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", g.Name, target, g.Detail, met)
 			}
 			b.WriteString("\n")
 		}
