@@ -37,9 +37,9 @@ const minGrace = 50 * time.Millisecond
 // consistent waits until res's cache is consistent with the API server, as
 // above. When the API server cannot be asked, the cache is served as it is:
 // informerd keeps serving through an outage.
-func (h *Handler) consistent(ctx context.Context, res pipeline.Served) error {
+func (h *Handler) consistent(ctx context.Context, res pipeline.Served, namespace string) error {
 	started := time.Now()
-	rv, err := h.upstream.current(ctx, res.Resolved().GVR)
+	rv, err := h.upstream.current(ctx, res.Resolved().GVR, namespace)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -67,7 +67,14 @@ type upstreamRV struct {
 	prefix string
 
 	mu     sync.Mutex
-	rounds map[schema.GroupVersionResource]*rounds
+	rounds map[scope]*rounds
+}
+
+// scope is what one list for the resourceVersion reads: a resource in a
+// namespace ("" for all), where informerd may list it.
+type scope struct {
+	gvr       schema.GroupVersionResource
+	namespace string
 }
 
 type rounds struct {
@@ -89,17 +96,23 @@ func newUpstreamRV(cfg *rest.Config) (*upstreamRV, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeapi: API server URL: %w", err)
 	}
-	return &upstreamRV{client: hc, host: host, prefix: prefix, rounds: map[schema.GroupVersionResource]*rounds{}}, nil
+	return &upstreamRV{client: hc, host: host, prefix: prefix, rounds: map[scope]*rounds{}}, nil
 }
 
 // current returns the API server's current resourceVersion, read by a list
-// of gvr that starts after the call.
-func (u *upstreamRV) current(ctx context.Context, gvr schema.GroupVersionResource) (string, error) {
+// of gvr in namespace ("" for all) that starts after the call. It lists
+// where the reader reads, which is where informerd caches and so may list
+// (a sidecar's RBAC often covers one namespace only).
+func (u *upstreamRV) current(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (string, error) {
+	key := scope{gvr, namespace}
 	u.mu.Lock()
-	rs := u.rounds[gvr]
+	if len(u.rounds) >= maxScopes {
+		u.forgetIdleLocked()
+	}
+	rs := u.rounds[key]
 	if rs == nil {
 		rs = &rounds{}
-		u.rounds[gvr] = rs
+		u.rounds[key] = rs
 	}
 	r, lead := rs.next, false
 	if r == nil {
@@ -110,7 +123,7 @@ func (u *upstreamRV) current(ctx context.Context, gvr schema.GroupVersionResourc
 	u.mu.Unlock()
 	if lead {
 		// Bounded: at most one waiting round per cached resource.
-		go u.run(gvr, rs, r, inflight)
+		go u.run(key, rs, r, inflight)
 	}
 	select {
 	case <-r.done:
@@ -120,7 +133,7 @@ func (u *upstreamRV) current(ctx context.Context, gvr schema.GroupVersionResourc
 	}
 }
 
-func (u *upstreamRV) run(gvr schema.GroupVersionResource, rs *rounds, r, inflight *round) {
+func (u *upstreamRV) run(key scope, rs *rounds, r, inflight *round) {
 	if inflight != nil {
 		<-inflight.done
 	}
@@ -129,16 +142,41 @@ func (u *upstreamRV) run(gvr schema.GroupVersionResource, rs *rounds, r, infligh
 	u.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r.rv, r.err = u.fetch(ctx, gvr)
+	r.rv, r.err = u.fetch(ctx, key)
 	close(r.done)
 }
 
-// fetch lists one object's metadata of gvr, across namespaces, for the
+// maxScopes bounds the scopes remembered; namespaces come from requests.
+const maxScopes = 4096
+
+// forgetIdleLocked drops the scopes with no request waiting or in flight.
+func (u *upstreamRV) forgetIdleLocked() {
+	for k, rs := range u.rounds {
+		if rs.next != nil {
+			continue
+		}
+		if rs.inflight != nil {
+			select {
+			case <-rs.inflight.done:
+			default:
+				continue
+			}
+		}
+		delete(u.rounds, k)
+	}
+}
+
+// fetch lists one object's metadata of the scope's resource, for the
 // list's resourceVersion.
-func (u *upstreamRV) fetch(ctx context.Context, gvr schema.GroupVersionResource) (string, error) {
-	p := path.Join(u.prefix, "api", gvr.Version, gvr.Resource)
+func (u *upstreamRV) fetch(ctx context.Context, s scope) (string, error) {
+	gvr := s.gvr
+	base := path.Join(u.prefix, "api", gvr.Version)
 	if gvr.Group != "" {
-		p = path.Join(u.prefix, "apis", gvr.Group, gvr.Version, gvr.Resource)
+		base = path.Join(u.prefix, "apis", gvr.Group, gvr.Version)
+	}
+	p := path.Join(base, gvr.Resource)
+	if s.namespace != "" {
+		p = path.Join(base, "namespaces", s.namespace, gvr.Resource)
 	}
 	target := *u.host
 	target.Path = p

@@ -55,7 +55,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, res pipeline.Serve
 		writeStatus(w, badRequest(err.Error()))
 		return
 	}
-	if err := h.reach(r.Context(), res, opts.ResourceVersion, ""); err != nil {
+	if err := h.reach(r.Context(), res, info.Namespace, opts.ResourceVersion); err != nil {
 		writeStatus(w, asStatus(err))
 		return
 	}
@@ -93,7 +93,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res pipeline.Serv
 		writeStatus(w, asStatus(err))
 		return
 	}
-	v, current, err := h.snapshot(r.Context(), res, opts)
+	v, current, err := h.snapshot(r.Context(), res, info.Namespace, opts)
 	if err != nil {
 		writeStatus(w, asStatus(err))
 		return
@@ -157,7 +157,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res pipeline.Serv
 //
 // current is true when the view is the cache's current state, which its
 // indexes describe.
-func (h *Handler) snapshot(ctx context.Context, res pipeline.Served, opts *metainternalversion.ListOptions) (v indexer.View, current bool, err error) {
+func (h *Handler) snapshot(ctx context.Context, res pipeline.Served, namespace string, opts *metainternalversion.ListOptions) (v indexer.View, current bool, err error) {
 	if opts.Continue != "" {
 		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 			return v, false, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
@@ -166,16 +166,16 @@ func (h *Handler) snapshot(ctx context.Context, res pipeline.Served, opts *metai
 		if err != nil {
 			return v, false, err
 		}
-		v, err = h.viewAt(ctx, res, tok.RV, "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+		v, err = h.viewAt(ctx, res, namespace, tok.RV, "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
 		return v, false, err
 	}
 	rv, match := opts.ResourceVersion, opts.ResourceVersionMatch
 	exact := match == metav1.ResourceVersionMatchExact || (match == "" && opts.Limit > 0 && rv != "" && rv != "0")
 	if exact {
-		v, err = h.viewAt(ctx, res, rv, "")
+		v, err = h.viewAt(ctx, res, namespace, rv, "")
 		return v, false, err
 	}
-	if err := h.reach(ctx, res, rv, match); err != nil {
+	if err := h.reach(ctx, res, namespace, rv); err != nil {
 		return v, false, err
 	}
 	return res.Cache().View(), true, nil
@@ -183,8 +183,8 @@ func (h *Handler) snapshot(ctx context.Context, res pipeline.Served, opts *metai
 
 // viewAt is the cache as it was at rv, waiting (as for NotOlderThan) when
 // rv is ahead of it; tooOld, if set, replaces the 410's message.
-func (h *Handler) viewAt(ctx context.Context, res pipeline.Served, rv, tooOld string) (indexer.View, error) {
-	if err := h.reach(ctx, res, rv, metav1.ResourceVersionMatchNotOlderThan); err != nil {
+func (h *Handler) viewAt(ctx context.Context, res pipeline.Served, namespace, rv, tooOld string) (indexer.View, error) {
+	if err := h.reach(ctx, res, namespace, rv); err != nil {
 		return indexer.View{}, err
 	}
 	v, err := res.Cache().ViewAt(rv)
@@ -197,14 +197,15 @@ func (h *Handler) viewAt(ctx context.Context, res pipeline.Served, rv, tooOld st
 	return v, err
 }
 
-// reach waits until the cache is at or past rv: for "" (a consistent
-// read), the API server's current resourceVersion; for "0", at once.
-func (h *Handler) reach(ctx context.Context, res pipeline.Served, rv string, _ metav1.ResourceVersionMatch) error {
+// reach waits until the cache is at or past rv: for "" (a consistent read
+// in namespace), the API server's current resourceVersion; for "0", at
+// once.
+func (h *Handler) reach(ctx context.Context, res pipeline.Served, namespace, rv string) error {
 	switch rv {
 	case "0":
 		return nil
 	case "":
-		return h.consistent(ctx, res)
+		return h.consistent(ctx, res, namespace)
 	}
 	if _, err := strconv.ParseUint(rv, 10, 64); err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q: want the decimal resourceVersion of an object or list", rv))

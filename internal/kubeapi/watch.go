@@ -68,7 +68,7 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res pipeline.Ser
 	}
 
 	initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
-	if err := h.reach(r.Context(), res, opts.ResourceVersion, opts.ResourceVersionMatch); err != nil {
+	if err := h.reach(r.Context(), res, info.Namespace, opts.ResourceVersion); err != nil {
 		writeStatus(w, asStatus(err))
 		return
 	}
