@@ -3,7 +3,6 @@ package kubeapi
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/jsonpath"
 )
 
@@ -22,9 +20,8 @@ import (
 // from the API server with informerd's credentials and kept for a TTL;
 // built-in resources have none (kubectl shows NAME and AGE for them).
 type printerColumns struct {
-	client *http.Client
-	host   string
-	ttl    time.Duration
+	api *apiServer
+	ttl time.Duration
 
 	mu   sync.Mutex
 	byGV map[schema.GroupVersionResource]*columns
@@ -37,16 +34,8 @@ type columns struct {
 	paths   []*jsonpath.JSONPath
 }
 
-func newPrinterColumns(cfg *rest.Config, ttl time.Duration) (*printerColumns, error) {
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubeapi: client for CRDs: %w", err)
-	}
-	host, _, err := rest.DefaultServerUrlFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &printerColumns{client: hc, host: strings.TrimSuffix(host.String(), "/"), ttl: ttl, byGV: map[schema.GroupVersionResource]*columns{}}, nil
+func newPrinterColumns(api *apiServer, ttl time.Duration) *printerColumns {
+	return &printerColumns{api: api, ttl: ttl, byGV: map[schema.GroupVersionResource]*columns{}}
 }
 
 // get returns gvr's columns; none for a built-in resource, or when the CRD
@@ -70,12 +59,7 @@ func (p *printerColumns) get(ctx context.Context, gvr schema.GroupVersionResourc
 
 func (p *printerColumns) fetch(ctx context.Context, gvr schema.GroupVersionResource) *columns {
 	c := &columns{fetched: time.Now()}
-	url := p.host + "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + gvr.Resource + "." + gvr.Group
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return c
-	}
-	resp, err := p.client.Do(req)
+	resp, err := p.api.get(ctx, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+gvr.Resource+"."+gvr.Group, "", "")
 	if err != nil {
 		return c
 	}

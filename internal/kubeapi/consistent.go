@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"path"
 	"sync"
 	"time"
 
 	"github.com/buger/jsonparser"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 
 	"github.com/informerd/informerd/internal/pipeline"
 )
@@ -62,9 +60,7 @@ func (h *Handler) consistent(ctx context.Context, res pipeline.Served, namespace
 // a resourceVersion older than a write the caller has seen), so at most
 // one request per resource is in flight and one waits.
 type upstreamRV struct {
-	client *http.Client
-	host   *url.URL
-	prefix string
+	api *apiServer
 
 	mu     sync.Mutex
 	rounds map[scope]*rounds
@@ -87,16 +83,8 @@ type round struct {
 	err  error
 }
 
-func newUpstreamRV(cfg *rest.Config) (*upstreamRV, error) {
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubeapi: client for the API server: %w", err)
-	}
-	host, prefix, err := rest.DefaultServerUrlFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubeapi: API server URL: %w", err)
-	}
-	return &upstreamRV{client: hc, host: host, prefix: prefix, rounds: map[scope]*rounds{}}, nil
+func newUpstreamRV(api *apiServer) *upstreamRV {
+	return &upstreamRV{api: api, rounds: map[scope]*rounds{}}
 }
 
 // current returns the API server's current resourceVersion, read by a list
@@ -170,23 +158,15 @@ func (u *upstreamRV) forgetIdleLocked() {
 // list's resourceVersion.
 func (u *upstreamRV) fetch(ctx context.Context, s scope) (string, error) {
 	gvr := s.gvr
-	base := path.Join(u.prefix, "api", gvr.Version)
+	base := path.Join("/api", gvr.Version)
 	if gvr.Group != "" {
-		base = path.Join(u.prefix, "apis", gvr.Group, gvr.Version)
+		base = path.Join("/apis", gvr.Group, gvr.Version)
 	}
 	p := path.Join(base, gvr.Resource)
 	if s.namespace != "" {
 		p = path.Join(base, "namespaces", s.namespace, gvr.Resource)
 	}
-	target := *u.host
-	target.Path = p
-	target.RawQuery = "limit=1"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json")
-	resp, err := u.client.Do(req)
+	resp, err := u.api.get(ctx, p, "limit=1", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json")
 	if err != nil {
 		return "", err
 	}

@@ -33,10 +33,11 @@ func TestUpstreamRV(t *testing.T) {
 		_, _ = w.Write([]byte(`{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"42"},"items":[]}`))
 	}))
 	defer api.Close()
-	u, err := newUpstreamRV(&rest.Config{Host: api.URL})
+	server, err := newAPIServer(&rest.Config{Host: api.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
+	u := newUpstreamRV(server)
 	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	deploys := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 

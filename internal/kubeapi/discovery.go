@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
-
-	"k8s.io/client-go/rest"
 )
 
 // discovery answers /version and API discovery (/api, /apis, a group, a
@@ -19,9 +16,8 @@ import (
 // a TTL. So a client without credentials for the API server still finds
 // every resource, the cached ones and the forwarded ones alike.
 type discovery struct {
-	client *http.Client
-	host   *url.URL
-	ttl    time.Duration
+	api *apiServer
+	ttl time.Duration
 
 	mu      sync.Mutex
 	answers map[discoveryKey]*discoveryAnswer
@@ -43,16 +39,8 @@ const (
 	maxDiscoveryBytes   = 16 << 20
 )
 
-func newDiscovery(cfg *rest.Config, ttl time.Duration) (*discovery, error) {
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubeapi: client for discovery: %w", err)
-	}
-	host, _, err := rest.DefaultServerUrlFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubeapi: API server URL: %w", err)
-	}
-	return &discovery{client: hc, host: host, ttl: ttl, answers: map[discoveryKey]*discoveryAnswer{}}, nil
+func newDiscovery(api *apiServer, ttl time.Duration) *discovery {
+	return &discovery{api: api, ttl: ttl, answers: map[discoveryKey]*discoveryAnswer{}}
 }
 
 // serves reports whether r is a discovery or /version request.
@@ -110,16 +98,7 @@ func (d *discovery) get(ctx context.Context, path, accept string) (*discoveryAns
 	if ok && time.Since(a.fetched) < d.ttl {
 		return a, http.StatusOK, nil
 	}
-	target := *d.host
-	target.Path = path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	if accept != "" {
-		req.Header.Set("Accept", accept)
-	}
-	resp, err := d.client.Do(req)
+	resp, err := d.api.get(ctx, path, "", accept)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -156,15 +156,7 @@ func New(o Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	disc, err := newDiscovery(o.Upstream, o.DiscoveryTTL)
-	if err != nil {
-		return nil, err
-	}
-	up, err := newUpstreamRV(o.Upstream)
-	if err != nil {
-		return nil, err
-	}
-	cols, err := newPrinterColumns(o.Upstream, o.DiscoveryTTL)
+	api, err := newAPIServer(o.Upstream)
 	if err != nil {
 		return nil, err
 	}
@@ -175,9 +167,9 @@ func New(o Options) (*Handler, error) {
 			GrouplessAPIPrefixes: sets.NewString("api"),
 		},
 		forward:   fwd,
-		discovery: disc,
-		columns:   cols,
-		upstream:  up,
+		discovery: newDiscovery(api, o.DiscoveryTTL),
+		columns:   newPrinterColumns(api, o.DiscoveryTTL),
+		upstream:  newUpstreamRV(api),
 		stopping:  make(chan struct{}),
 	}, nil
 }

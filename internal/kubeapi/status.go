@@ -19,13 +19,23 @@ import (
 // writeStatus writes a failure as the API server does: a metav1.Status
 // with its code, reason and a message, as JSON.
 func writeStatus(w http.ResponseWriter, st *metav1.Status) {
-	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-	st.Status = metav1.StatusFailure
-	body, _ := json.Marshal(st)
+	body := statusJSON(st)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(int(st.Code))
 	_, _ = w.Write(body)
+}
+
+// statusJSON encodes a failure's Status, as a response body or a watch's
+// ERROR event.
+func statusJSON(st *metav1.Status) []byte {
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	st.Status = metav1.StatusFailure
+	body, err := json.Marshal(st)
+	if err != nil {
+		return []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","code":500}`)
+	}
+	return body
 }
 
 func statusOf(err *apierrors.StatusError) *metav1.Status {

@@ -2,7 +2,6 @@ package kubeapi
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -26,10 +25,6 @@ const (
 	minWatchTimeout = 30 * time.Minute
 	idleBookmark    = time.Minute
 )
-
-// initialEventsEnd annotates the bookmark that ends a watch's initial
-// events (KEP-3157, streaming lists).
-const initialEventsEnd = metav1.InitialEventsAnnotationKey
 
 // watch streams a watch's events as the API server's JSON watch events.
 func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res pipeline.Served, info *request.RequestInfo) {
@@ -186,7 +181,7 @@ func (e *eventWriter) bookmark(rv string, end bool) bool {
 	gvr := e.res.Resolved().GVR
 	meta := fmt.Sprintf(`{"resourceVersion":%q,"creationTimestamp":null}`, rv)
 	if end {
-		meta = fmt.Sprintf(`{"resourceVersion":%q,"creationTimestamp":null,"annotations":{%q:"true"}}`, rv, initialEventsEnd)
+		meta = fmt.Sprintf(`{"resourceVersion":%q,"creationTimestamp":null,"annotations":{%q:"true"}}`, rv, metav1.InitialEventsAnnotationKey)
 	}
 	kind := e.res.Resolved().Kind
 	if e.asTable {
@@ -233,12 +228,6 @@ func (e *eventWriter) end(err error, rv string) {
 	default:
 		st = asStatus(err)
 	}
-	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-	st.Status = metav1.StatusFailure
-	body, merr := json.Marshal(st)
-	if merr != nil {
-		body = []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","code":500}`)
-	}
-	e.raw(string(watch.Error), body)
+	e.raw(string(watch.Error), statusJSON(st))
 	e.flush()
 }
