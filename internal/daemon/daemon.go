@@ -35,6 +35,7 @@ import (
 	"github.com/informerd/informerd/internal/metrics"
 	"github.com/informerd/informerd/internal/pipeline"
 	"github.com/informerd/informerd/internal/server"
+	"github.com/informerd/informerd/internal/state"
 	"github.com/informerd/informerd/internal/transport"
 )
 
@@ -49,6 +50,7 @@ type Daemon struct {
 	clientGo        *metrics.ClientGo
 
 	caches    *pipeline.Set
+	state     *state.Dir // nil without --state-dir
 	cacheSrv  *server.Server
 	grpcSrv   *grpc.Server
 	healthSrv *grpchealth.Server
@@ -87,9 +89,25 @@ func New(o Options, log *slog.Logger) (*Daemon, error) {
 		return nil, err
 	}
 	if err := checkAPIServer(restConfig, log, len(cfg.Resources)); err != nil {
-		return nil, err
+		if o.StateDir == "" {
+			return nil, err
+		}
+		// With a state, the caches are served from it until the API
+		// server answers.
+		log.Warn("the API server does not answer; serving the saved state until it does", "stateDir", o.StateDir, "err", err)
 	}
 	d := &Daemon{log: log, authMode: o.AuthMode, shutdownTimeout: o.ShutdownTimeout, reg: newRegistry()}
+	if o.StateDir != "" {
+		if d.state, err = openState(o, restConfig, log); err != nil {
+			return nil, err
+		}
+	}
+	built := false
+	defer func() {
+		if !built && d.state != nil {
+			d.state.Close()
+		}
+	}()
 	creds, metricsTLS, err := d.loadTLS(o)
 	if err != nil {
 		return nil, err
@@ -102,7 +120,20 @@ func New(o Options, log *slog.Logger) (*Daemon, error) {
 		return nil, err
 	}
 	d.httpSrv = &http.Server{Handler: d.httpHandler(o.Profiling), ReadHeaderTimeout: 10 * time.Second}
+	built = true
 	return d, nil
+}
+
+// openState opens and locks --state-dir for the cluster of c.
+func openState(o Options, c *rest.Config, log *slog.Logger) (*state.Dir, error) {
+	id, err := state.IdentityOf(c)
+	if err != nil {
+		return nil, fmt.Errorf("--state-dir: %w", err)
+	}
+	return state.Open(state.Options{
+		Dir: o.StateDir, FlushInterval: o.StateFlushInterval, FlushEvents: o.StateFlushEvents,
+		Identity: id, Log: log.With("component", "state"),
+	})
 }
 
 // LoadKubeconfig loads the cluster's client configuration as kubectl does:

@@ -13,6 +13,7 @@ import (
 	"github.com/informerd/informerd/internal/config"
 	"github.com/informerd/informerd/internal/limits"
 	"github.com/informerd/informerd/internal/server"
+	"github.com/informerd/informerd/internal/state"
 	"github.com/informerd/informerd/internal/transport"
 )
 
@@ -57,6 +58,12 @@ type Options struct {
 	// (--kube-api-address): host:port or unix:///path, with the gRPC
 	// listener's TLS, socket and auth settings.
 	KubeAPIAddress string
+	// StateDir, when set, keeps every resource's cache there (--state-dir),
+	// written at most StateFlushInterval or StateFlushEvents changes behind
+	// the cache (--state-flush-interval, --state-flush-events).
+	StateDir           string
+	StateFlushInterval time.Duration
+	StateFlushEvents   int
 
 	// TLS and MetricsTLS are the PEM files of the gRPC and the metrics
 	// listeners (--tls-*, --metrics-tls-*).
@@ -114,6 +121,8 @@ func NewOptions() Options {
 		LogFormat:                   DefaultLogFormat,
 		LogLevel:                    DefaultLogLevel,
 		ShutdownTimeout:             DefaultShutdownTimeout,
+		StateFlushInterval:          state.DefaultFlushInterval,
+		StateFlushEvents:            state.DefaultFlushEvents,
 		UnixSocketMode:              uint(transport.DefaultSocketMode),
 		AuthMode:                    auth.ModeNone,
 		TokenAudiences:              auth.DefaultAudience,
@@ -154,6 +163,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ValidateConfig, "validate-config", o.ValidateConfig, "check this config file and exit: syntax, and with a reachable cluster (--kubeconfig, $KUBECONFIG or in-cluster) that each resource exists and may be listed and watched; exit status 1 on any problem")
 
 	fs.BoolVar(&o.APIServerCompression, "api-server-compression", o.APIServerCompression, "ask the API server to gzip its responses: less traffic on a slow link to it, more CPU on both sides (it compresses each watch event on its own)")
+	fs.StringVar(&o.StateDir, "state-dir", o.StateDir, "keep every resource's cache in this directory, so that a restart serves at once, resumes the upstream watch from where it stopped and keeps clients' resourceVersions valid (docs/reliability.md); empty: off")
+	fs.DurationVar(&o.StateFlushInterval, "state-flush-interval", o.StateFlushInterval, "with --state-dir: the longest a cached change waits before it is written")
+	fs.IntVar(&o.StateFlushEvents, "state-flush-events", o.StateFlushEvents, "with --state-dir: the most cached changes that wait before a write starts")
 	fs.BoolVar(&o.Profiling, "enable-profiling", o.Profiling, "serve Go's pprof profiles at /debug/pprof/ on --metrics-address")
 	o.addTransportFlags(fs)
 	o.addAuthFlags(fs)
@@ -245,6 +257,12 @@ func (o Options) validate(cfg *config.Config) (warning string, err error) {
 		if warning == "" {
 			warning = kwarn
 		}
+	}
+	if o.StateDir != "" && o.StateFlushInterval <= 0 {
+		return "", fmt.Errorf("--state-flush-interval must be positive, got %s", o.StateFlushInterval)
+	}
+	if o.StateDir != "" && o.StateFlushEvents <= 0 {
+		return "", fmt.Errorf("--state-flush-events must be positive, got %d", o.StateFlushEvents)
 	}
 	if o.AuthMode == auth.ModeMTLS && len(cfg.MTLSClients) == 0 {
 		return "", fmt.Errorf("--auth-mode=mtls: config %s has no mtlsClients, so every client would be refused; map certificate identities to resources there (docs/configuration.md)", o.ConfigPath)

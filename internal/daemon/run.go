@@ -54,6 +54,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer stopCaches()
 	g.Add(func() error { return d.caches.Run(cacheCtx) }, func(error) { stopCaches() })
 	err := g.Run()
+	if d.state != nil {
+		d.state.Close()
+	}
 	d.log.Info("informerd stopped")
 	return err
 }

@@ -32,7 +32,11 @@ func (d *Daemon) wire(o Options, cfg *config.Config, restConfig *rest.Config, cr
 	m := metrics.New(d.reg)
 	d.clientGo = metrics.NewClientGo(d.reg)
 	var err error
-	if d.caches, err = pipeline.NewSet(cfg, restConfig, d.log, pipeline.WithIngestObserver(m)); err != nil {
+	popts := []pipeline.Option{pipeline.WithIngestObserver(m)}
+	if d.state != nil {
+		popts = append(popts, pipeline.WithState(d.state))
+	}
+	if d.caches, err = pipeline.NewSet(cfg, restConfig, d.log, popts...); err != nil {
 		return err
 	}
 	sopts, err := o.serverOptions(cfg, restConfig, d.reg, m)

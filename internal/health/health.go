@@ -54,7 +54,7 @@ type Resource struct {
 	// its metrics with: the canonical name once resolved ("deployments.apps"),
 	// the configured one before.
 	Resource string `json:"resource"`
-	// Phase is Resolving, NotFound, Syncing or Synced.
+	// Phase is Resolving, NotFound, Syncing, Restored or Synced.
 	Phase           string `json:"phase"`
 	Synced          bool   `json:"synced"`
 	ResourceVersion string `json:"resourceVersion"`
@@ -67,6 +67,27 @@ type Resource struct {
 	UpstreamProblem string `json:"upstreamProblem,omitempty"`
 	// Upstream is absent until the resource is resolved.
 	Upstream *Upstream `json:"upstream,omitempty"`
+	// RestoredAgeSeconds is, while Phase is Restored, the age of the state
+	// the cache was restored from: how old what it serves may be.
+	RestoredAgeSeconds *float64 `json:"restoredAgeSeconds,omitempty"`
+	// State describes the resource's durable state; absent without
+	// --state-dir.
+	State *State `json:"state,omitempty"`
+}
+
+// State is a resource's durable state (--state-dir) in a Report.
+type State struct {
+	// WrittenResourceVersion is the resourceVersion the state on disk
+	// reaches.
+	WrittenResourceVersion string `json:"writtenResourceVersion"`
+	// LagEvents counts the cached changes not yet written.
+	LagEvents int64 `json:"lagEvents"`
+	// Problem is the last failed write (a full disk, an I/O error), a
+	// warning: serving goes on and the write is retried. It clears on the
+	// next successful write.
+	Problem string `json:"problem,omitempty"`
+	// SetAside is why the state found at start was refused and moved aside.
+	SetAside string `json:"setAside,omitempty"`
 }
 
 // Upstream counts, since informerd started, what happened between it and
@@ -136,6 +157,13 @@ func report(caches Caches, now time.Time) Report {
 				Errors: sig.Errors.Load(), EncodeErrors: sig.EncodeErrors.Load(), QueueErrors: sig.QueueErrors.Load(),
 			}
 		}
+		if st.Phase == pipeline.Restored {
+			age := now.Sub(st.RestoredFrom).Seconds()
+			r.RestoredAgeSeconds = &age
+		}
+		if s := p.State; s != nil {
+			r.State = &State{WrittenResourceVersion: s.Written, LagEvents: s.LagEvents, Problem: s.LastError, SetAside: s.SetAside}
+		}
 		rep.Ready = rep.Ready && r.Synced
 		rep.Resources = append(rep.Resources, r)
 	}
@@ -151,8 +179,14 @@ func writeText(w io.Writer, rep Report) {
 		if r.StalenessSeconds != nil {
 			fmt.Fprintf(w, " last-upstream-event=%.0fs-ago", *r.StalenessSeconds)
 		}
+		if r.RestoredAgeSeconds != nil {
+			fmt.Fprintf(w, " restored-age=%.0fs", *r.RestoredAgeSeconds)
+		}
 		if r.UpstreamProblem != "" {
 			fmt.Fprintf(w, " upstream-problem=%q", r.UpstreamProblem)
+		}
+		if r.State != nil && r.State.Problem != "" {
+			fmt.Fprintf(w, " state-problem=%q", r.State.Problem)
 		}
 		fmt.Fprintln(w)
 	}

@@ -38,6 +38,16 @@ var (
 	descOldest      = desc("informerd_watch_oldest_undelivered_seconds", "Age of the oldest change that some Watch stream has not been handed yet; 0 when none waits.")
 	descCoalesced   = desc("informerd_watch_coalesced_events_total", "Changes absorbed by coalescing Watch streams (slow_consumer_policy COALESCE).")
 
+	descRestored    = desc("informerd_cache_restored", "1 while the cache serves what was restored from --state-dir at start and the API server has not yet confirmed it (accepted the watch resumed from its resourceVersion, or answered a relist), else 0.")
+	descStateLag    = desc("informerd_state_lag_events", "Cached changes not yet written to --state-dir.")
+	descStateLagAge = desc("informerd_state_lag_seconds", "Age of the oldest cached change not yet written to --state-dir; 0 when none waits.")
+	descStateWrites = desc("informerd_state_writes_total", "Successful writes of the cache's changes to --state-dir.")
+	descStateFull   = desc("informerd_state_full_writes_total", "Writes of the whole cache to a new state file: the first after a cold start, and whenever the writer fell behind the history window.")
+	descStateErrors = desc("informerd_state_write_errors_total", "Failed writes to --state-dir (a full disk, an I/O error); each is retried with backoff while serving goes on.")
+	descStateTime   = desc("informerd_state_write_seconds_total", "Time spent writing to --state-dir.")
+	descStateBytes  = desc("informerd_state_bytes", "Size of the resource's state file.")
+	descStateAside  = desc("informerd_state_set_aside", "1 when the state found at start failed a check (damaged, another cluster or configuration, another format version) and was moved aside, so the resource started cold; else 0.")
+
 	descIngestErrors = prometheus.NewDesc("informerd_cache_ingest_errors_total",
 		"Changes from the API server that could not be cached, by reason: encode (the object could not be encoded), queue (the queue refused it). Each is recovered by listing again.",
 		[]string{"resource", "reason"}, nil)
@@ -59,7 +69,8 @@ var _ prometheus.Collector = (*Collector)(nil)
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descObjects, descBytes, descRV, descSynced, descHistory, descStaleness, descRelists, descWatchStarts, descExpired, descErrors, descWatchers, descQueueMax, descOldest, descCoalesced, descIngestErrors, descIndexErrors} {
+	for _, d := range []*prometheus.Desc{descObjects, descBytes, descRV, descSynced, descHistory, descStaleness, descRelists, descWatchStarts, descExpired, descErrors, descWatchers, descQueueMax, descOldest, descCoalesced, descIngestErrors, descIndexErrors,
+		descRestored, descStateLag, descStateLagAge, descStateWrites, descStateFull, descStateErrors, descStateTime, descStateBytes, descStateAside} {
 		ch <- d
 	}
 }
@@ -94,6 +105,29 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descOldest, age)
 		counter(descCoalesced, ws.Coalesced)
+		if st.Phase == pipeline.Restored {
+			gauge(descRestored, 1)
+		} else {
+			gauge(descRestored, 0)
+		}
+		if s := r.State; s != nil {
+			gauge(descStateLag, float64(s.LagEvents))
+			lag := 0.0
+			if !s.Oldest.IsZero() {
+				lag = max(c.now().Sub(s.Oldest).Seconds(), 0)
+			}
+			gauge(descStateLagAge, lag)
+			counter(descStateWrites, s.Writes)
+			counter(descStateFull, s.FullWrites)
+			counter(descStateErrors, s.WriteErrors)
+			ch <- prometheus.MustNewConstMetric(descStateTime, prometheus.CounterValue, s.WriteSeconds, name)
+			gauge(descStateBytes, float64(s.Bytes))
+			aside := 0.0
+			if s.SetAside != "" {
+				aside = 1
+			}
+			gauge(descStateAside, aside)
+		}
 		for index, n := range r.IndexErrors {
 			ch <- prometheus.MustNewConstMetric(descIndexErrors, prometheus.CounterValue, float64(n), name, index)
 		}

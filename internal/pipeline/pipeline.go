@@ -14,6 +14,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/object"
 	"github.com/informerd/informerd/internal/reflector"
+	"github.com/informerd/informerd/internal/state"
 )
 
 // Phase is where a pipeline is in its life.
@@ -42,6 +44,10 @@ const (
 	NotFound Phase = "NotFound"
 	// Syncing: listing for the first time.
 	Syncing Phase = "Syncing"
+	// Restored: the cache was restored from --state-dir at start and is
+	// served, but the API server has not confirmed it yet (accepted the
+	// watch resumed from its resourceVersion, or answered a relist).
+	Restored Phase = "Restored"
 	// Synced: the cache is complete and follows the watch.
 	Synced Phase = "Synced"
 )
@@ -103,6 +109,10 @@ type Status struct {
 	// watch failure).
 	LastError string
 	Cache     indexer.Stats
+	// RestoredFrom is when the state the cache was restored from at start
+	// was written; zero when it was not restored. Phase is Restored until
+	// the API server confirms it.
+	RestoredFrom time.Time
 }
 
 // Report is a resource's Status with every figure behind its metrics and
@@ -117,6 +127,9 @@ type Report struct {
 	// IndexErrors counts, by index name, the objects an index expression
 	// failed on (cached without a value in that index).
 	IndexErrors map[string]int64
+	// State describes the resource's durable state; nil without
+	// --state-dir.
+	State *state.Stats
 }
 
 // Pipeline caches one resource and fans its changes out: reflector →
@@ -130,6 +143,12 @@ type Pipeline struct {
 	fifo    *deltafifo.FIFO
 	log     *slog.Logger
 	ingest  IngestObserver // may be nil
+	state   *state.Resource // nil without --state-dir
+
+	// restoredFrom is set once, before Run starts the reflector; confirmed
+	// when the API server has confirmed the restored cache.
+	restoredFrom time.Time
+	confirmed    atomic.Bool
 
 	mu        sync.Mutex
 	phase     Phase
@@ -240,7 +259,11 @@ func (p *Pipeline) Status() Status {
 	refl := p.refl
 	p.mu.Unlock()
 	s.Cache = p.index.Stats()
-	if s.Cache.Synced {
+	s.RestoredFrom = p.restoredAt()
+	switch {
+	case !s.RestoredFrom.IsZero() && !p.confirmed.Load():
+		s.Phase = Restored
+	case s.Cache.Synced:
 		s.Phase = Synced
 	}
 	if refl != nil {
@@ -265,6 +288,10 @@ func (p *Pipeline) Report() Report {
 		r.Upstream = p.refl.Signals()
 	}
 	p.mu.Unlock()
+	if p.state != nil {
+		st := p.state.Stats()
+		r.State = &st
+	}
 	return r
 }
 
@@ -286,25 +313,40 @@ func (p *Pipeline) setPhase(ph Phase, err error) {
 // the API server.
 func (p *Pipeline) Run(ctx context.Context, client *reflector.Client, mapper Mapper) error {
 	defer p.hub.Close(nil)
-	res, err := p.resolve(ctx, mapper)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
+	res, resume := p.restore()
+	if resume == "" {
+		var err error
+		if res, err = p.resolve(ctx, mapper); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
 		}
-		return err
 	}
-	p.log.Info("caching", "gvr", res.GVR.String(), "kind", res.Kind, "namespaced", res.Namespaced)
+	p.log.Info("caching", "gvr", res.GVR.String(), "kind", res.Kind, "namespaced", res.Namespaced, "resumeFrom", resume)
 
 	ns := ""
 	if res.Namespaced {
 		ns = p.cfg.Namespace
 	}
 	lw := client.ListWatch(res.GVR, ns, p.selectors)
-	refl := reflector.New(lw, p.encoder, p.fifo, reflector.Options{Name: p.cfg.Resource, Client: client, Log: p.log})
+	refl := reflector.New(lw, p.encoder, p.fifo, reflector.Options{
+		Name: p.cfg.Resource, Client: client, Log: p.log,
+		Resume: resume, OnConfirmed: p.confirm,
+	})
 	p.mu.Lock()
 	p.refl = refl
 	p.mu.Unlock()
 	p.setPhase(Syncing, nil)
+
+	// The durable state is written until the cache has stopped, so its
+	// last write holds every change the cache applied.
+	var writer sync.WaitGroup
+	wctx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { stopWriter(); writer.Wait() }()
+	if p.state != nil {
+		writer.Go(func() { _ = p.state.Run(wctx, p.index, stateResolved(res)) })
+	}
 
 	var wg sync.WaitGroup
 	rctx, cancel := context.WithCancel(ctx)
@@ -312,7 +354,7 @@ func (p *Pipeline) Run(ctx context.Context, client *reflector.Client, mapper Map
 		refl.Run(rctx)
 		p.fifo.Close() // unblocks the consumer
 	})
-	err = p.consume(rctx, res.CanonicalName())
+	err := p.consume(rctx, res.CanonicalName())
 	cancel()
 	p.fifo.Close() // unblocks a reflector waiting on a full queue
 	wg.Wait()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/informerd/informerd/internal/config"
 	"github.com/informerd/informerd/internal/reflector"
+	"github.com/informerd/informerd/internal/state"
 )
 
 // Set runs a pipeline per configured resource. Run is called once; every
@@ -24,6 +25,7 @@ type Set struct {
 	mapper    Mapper
 	log       *slog.Logger
 	ingest    IngestObserver
+	state     *state.Dir // nil without --state-dir
 }
 
 // IngestObserver is told how long each change took from its receipt from the
@@ -37,6 +39,10 @@ type Option func(*Set)
 
 // WithIngestObserver reports ingest delays to o.
 func WithIngestObserver(o IngestObserver) Option { return func(s *Set) { s.ingest = o } }
+
+// WithState keeps every resource's cache in dir: restored at start,
+// written while running.
+func WithState(dir *state.Dir) Option { return func(s *Set) { s.state = dir } }
 
 // NewSet builds the pipelines of c against the API server of restConfig.
 // It starts nothing and does not contact the API server.
@@ -63,6 +69,12 @@ func NewSet(c *config.Config, restConfig *rest.Config, log *slog.Logger, opts ..
 			return nil, err
 		}
 		p.ingest = s.ingest
+		if s.state != nil {
+			p.state = s.state.Resource(r.Resource, state.Source{
+				Namespace: r.Namespace, LabelSelector: r.LabelSelector, FieldSelector: r.FieldSelector,
+				StripManagedFields: c.StripManagedFields(r),
+			})
+		}
 		s.pipelines = append(s.pipelines, p)
 	}
 	return s, nil

@@ -69,6 +69,7 @@ type Reflector struct {
 	gap     gap
 	// indexFailures logs objects an index fails on.
 	indexFailures indexFailures
+	resume        resumeState
 }
 
 // Options configure a Reflector.
@@ -80,6 +81,14 @@ type Options struct {
 	Client any
 	Log    *slog.Logger
 	Clock  clock.PassiveClock
+	// Resume is the resourceVersion of a cache restored from disk: the
+	// reflector asks the API server for the changes after it instead of
+	// listing (see resumeState). Empty: list first.
+	Resume string
+	// OnConfirmed is called once, when the API server has accepted the
+	// resumed watch (its first event, or confirmAfter without an error)
+	// or a list has replaced the restored cache. Unused without Resume.
+	OnConfirmed func()
 }
 
 // New returns a reflector that lists and watches through lw, encodes with
@@ -93,6 +102,7 @@ func New(lw *cache.ListWatch, encoder *object.Encoder, queue Queue, opts Options
 		r.log = slog.Default()
 	}
 	r.indexFailures.log = r.log
+	r.resume.rv, r.resume.confirm = opts.Resume, opts.OnConfirmed
 	r.signals.LastResourceVersion.Store("")
 	r.signals.LastError.Store("")
 	return r
@@ -104,14 +114,8 @@ func (r *Reflector) Signals() *Signals { return &r.signals }
 // Run lists and watches until ctx is done, retrying with client-go's backoff.
 // It returns when its goroutines have exited.
 func (r *Reflector) Run(ctx context.Context) {
-	observed := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			obj, err := r.lw.ListWithContextFunc(ctx, opts)
-			r.observeError(err)
-			return obj, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			r.signals.WatchStarts.Add(1)
+	open := func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		r.signals.WatchStarts.Add(1)
 			w, err := r.lw.WatchFuncWithContext(ctx, opts)
 			if err != nil {
 				r.observeError(err)
@@ -125,6 +129,26 @@ func (r *Reflector) Run(ctx context.Context) {
 			}, func() {
 				r.observeError(errors.New("the watch closed at once without an event: the API server is unreachable or dropped the connection"))
 			}), nil
+	}
+	observed := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			if rv := r.resume.take(); rv != "" {
+				// client-go watches from rv next.
+				l := &object.RawList{}
+				l.ResourceVersion = rv
+				return l, nil
+			}
+			obj, err := r.lw.ListWithContextFunc(ctx, opts)
+			r.observeError(err)
+			return obj, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+				if rv := r.resume.take(); rv != "" {
+					return r.newResumeWatch(ctx, rv, open), nil
+				}
+			}
+			return open(ctx, opts)
 		},
 	}
 	lw := cache.ToListWatcherWithWatchListSemantics(observed, r.client)
@@ -152,6 +176,7 @@ func (r *Reflector) observeError(err error) {
 
 // received records a change, bookmark or list at rv as queued.
 func (r *Reflector) received(rv string) {
+	r.resume.confirmed()
 	r.signals.LastEvent.Store(r.clock.Now().UnixNano())
 	if e, _ := r.signals.LastError.Load().(string); e != "" {
 		r.signals.LastError.Store("") // events flow again

@@ -121,6 +121,10 @@ func (s *store) Delete(obj any) error {
 // fills the gap a missed change left.
 func (s *store) Replace(list []any, rv string) error {
 	r := (*Reflector)(s)
+	if r.resume.skipReplace(list, rv) {
+		// The answer to a resumed first list: the cache holds the objects.
+		return nil
+	}
 	objs := make([]*object.Object, 0, len(list))
 	var failures []failedObject
 	for _, obj := range list {

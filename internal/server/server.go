@@ -143,6 +143,7 @@ func (s *Server) ListResources(context.Context, *pb.ListResourcesRequest) (*pb.L
 			Synced:          st.Cache.Synced,
 			ResourceVersion: st.Cache.ResourceVersion,
 			ObjectCount:     uint64(st.Cache.Objects),
+			Restored:        st.Phase == pipeline.Restored,
 		})
 	}
 	return resp, nil

@@ -233,8 +233,14 @@ type ResourceInfo struct {
 	// The API server resourceVersion the cache is at.
 	ResourceVersion string `protobuf:"bytes,8,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
 	ObjectCount     uint64 `protobuf:"varint,9,opt,name=object_count,json=objectCount,proto3" json:"object_count,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// True while the cache serves what informerd restored from its
+	// --state-dir at start and the API server has not yet confirmed it: the
+	// watch resumed from its resourceVersion was not yet accepted, or the
+	// relist that replaces it not yet answered. Reads are served meanwhile;
+	// they may miss changes made while informerd was down.
+	Restored      bool `protobuf:"varint,10,opt,name=restored,proto3" json:"restored,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ResourceInfo) Reset() {
@@ -328,6 +334,13 @@ func (x *ResourceInfo) GetObjectCount() uint64 {
 		return x.ObjectCount
 	}
 	return 0
+}
+
+func (x *ResourceInfo) GetRestored() bool {
+	if x != nil {
+		return x.Restored
+	}
+	return false
 }
 
 // Selector chooses objects. All set fields must match.
@@ -935,7 +948,7 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x18informerd/v1/cache.proto\x12\finformerd.v1\"\x16\n" +
 	"\x14ListResourcesRequest\"Q\n" +
 	"\x15ListResourcesResponse\x128\n" +
-	"\tresources\x18\x01 \x03(\v2\x1a.informerd.v1.ResourceInfoR\tresources\"\x86\x02\n" +
+	"\tresources\x18\x01 \x03(\v2\x1a.informerd.v1.ResourceInfoR\tresources\"\xa2\x02\n" +
 	"\fResourceInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12\x18\n" +
@@ -947,7 +960,9 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\aindexes\x18\x06 \x03(\tR\aindexes\x12\x16\n" +
 	"\x06synced\x18\a \x01(\bR\x06synced\x12)\n" +
 	"\x10resource_version\x18\b \x01(\tR\x0fresourceVersion\x12!\n" +
-	"\fobject_count\x18\t \x01(\x04R\vobjectCount\"\x82\x01\n" +
+	"\fobject_count\x18\t \x01(\x04R\vobjectCount\x12\x1a\n" +
+	"\brestored\x18\n" +
+	" \x01(\bR\brestored\"\x82\x01\n" +
 	"\bSelector\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12%\n" +
 	"\x0elabel_selector\x18\x02 \x01(\tR\rlabelSelector\x121\n" +
