@@ -142,7 +142,7 @@ type Pipeline struct {
 	hub     *fanout.Hub
 	fifo    *deltafifo.FIFO
 	log     *slog.Logger
-	ingest  IngestObserver // may be nil
+	ingest  IngestObserver  // may be nil
 	state   *state.Resource // nil without --state-dir
 
 	// restoredFrom is set once, before Run starts the reflector; confirmed

@@ -116,19 +116,19 @@ func (r *Reflector) Signals() *Signals { return &r.signals }
 func (r *Reflector) Run(ctx context.Context) {
 	open := func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 		r.signals.WatchStarts.Add(1)
-			w, err := r.lw.WatchFuncWithContext(ctx, opts)
-			if err != nil {
-				r.observeError(err)
-				return nil, err
+		w, err := r.lw.WatchFuncWithContext(ctx, opts)
+		if err != nil {
+			r.observeError(err)
+			return nil, err
+		}
+		streamingList := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+		return observeWatch(ctx, w, &r.watches, r.gap.watchEnd(streamingList), func(ev watch.Event) {
+			if ev.Type == watch.Error {
+				r.observeError(apierrors.FromObject(ev.Object))
 			}
-			streamingList := opts.SendInitialEvents != nil && *opts.SendInitialEvents
-			return observeWatch(ctx, w, &r.watches, r.gap.watchEnd(streamingList), func(ev watch.Event) {
-				if ev.Type == watch.Error {
-					r.observeError(apierrors.FromObject(ev.Object))
-				}
-			}, func() {
-				r.observeError(errors.New("the watch closed at once without an event: the API server is unreachable or dropped the connection"))
-			}), nil
+		}, func() {
+			r.observeError(errors.New("the watch closed at once without an event: the API server is unreachable or dropped the connection"))
+		}), nil
 	}
 	observed := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
