@@ -13,6 +13,8 @@
 package daemon
 
 import (
+	"context"
+	"encoding/json"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -27,6 +29,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	grpchealth "google.golang.org/grpc/health"
+	apiversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -51,6 +54,8 @@ type Daemon struct {
 
 	caches    *pipeline.Set
 	state     *state.Dir // nil without --state-dir
+	// checkLater is the API server Run checks, when New did not.
+	checkLater *rest.Config
 	cacheSrv  *server.Server
 	grpcSrv   *grpc.Server
 	healthSrv *grpchealth.Server
@@ -88,15 +93,16 @@ func New(o Options, log *slog.Logger) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkAPIServer(restConfig, log, len(cfg.Resources)); err != nil {
-		if o.StateDir == "" {
+	d := &Daemon{log: log, authMode: o.AuthMode, shutdownTimeout: o.ShutdownTimeout, reg: newRegistry()}
+	if o.StateDir == "" {
+		if err := checkAPIServer(context.Background(), restConfig, log, len(cfg.Resources)); err != nil {
 			return nil, err
 		}
-		// With a state, the caches are served from it until the API
-		// server answers.
-		log.Warn("the API server does not answer; serving the saved state until it does", "stateDir", o.StateDir, "err", err)
+	} else {
+		// A saved state is served without the API server, so a start
+		// does not wait for it: Run checks it and logs the outcome.
+		d.checkLater = restConfig
 	}
-	d := &Daemon{log: log, authMode: o.AuthMode, shutdownTimeout: o.ShutdownTimeout, reg: newRegistry()}
 	if o.StateDir != "" {
 		if d.state, err = openState(o, restConfig, log); err != nil {
 			return nil, err
@@ -166,14 +172,19 @@ func (o Options) restConfig() (*rest.Config, error) {
 	return c, nil
 }
 
-// checkAPIServer fails when the API server does not answer, so a wrong
-// kubeconfig stops informerd at start with the address it tried.
-func checkAPIServer(c *rest.Config, log *slog.Logger, resources int) error {
+// checkAPIServer fails when the API server does not answer before ctx
+// ends, so a wrong kubeconfig stops informerd at start with the address it
+// tried.
+func checkAPIServer(ctx context.Context, c *rest.Config, log *slog.Logger, resources int) error {
 	dc, err := discovery.NewDiscoveryClientForConfig(c)
 	if err != nil {
 		return fmt.Errorf("discovery client: %w", err)
 	}
-	version, err := dc.ServerVersion()
+	var version apiversion.Info
+	body, err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err == nil {
+		err = json.Unmarshal(body, &version)
+	}
 	if err != nil {
 		return fmt.Errorf("reach API server at %s: %w", c.Host, err)
 	}

@@ -29,6 +29,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 		g.Add(func() error { return t.Run(ctx) }, func(error) { cancel() })
 	}
 	g.Add(func() error { return health.SyncGRPC(ctx, d.caches, d.healthSrv, d.log) }, func(error) { cancel() })
+	if c := d.checkLater; c != nil {
+		checked := make(chan struct{})
+		g.Add(func() error {
+			defer close(checked)
+			if err := checkAPIServer(ctx, c, d.log, len(d.caches.Served())); err != nil && ctx.Err() == nil {
+				d.log.Warn("the API server does not answer; the saved state is served until it does", "err", err)
+			}
+			<-ctx.Done()
+			return nil
+		}, func(error) { cancel(); <-checked })
+	}
 	// run.Group interrupts the parts in the order they were added: health
 	// and gRPC first, then metrics, then the caches.
 	g.Add(func() error { return d.grpcSrv.Serve(d.grpcLis) }, func(error) { d.stopGRPC() })
