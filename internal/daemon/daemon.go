@@ -14,8 +14,8 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -52,14 +52,14 @@ type Daemon struct {
 	reg             *prometheus.Registry
 	clientGo        *metrics.ClientGo
 
-	caches    *pipeline.Set
-	state     *state.Dir // nil without --state-dir
+	caches *pipeline.Set
+	state  *state.Dir // nil without --state-dir
 	// checkLater is the API server Run checks, when New did not.
 	checkLater *rest.Config
-	cacheSrv  *server.Server
-	grpcSrv   *grpc.Server
-	healthSrv *grpchealth.Server
-	httpSrv   *http.Server
+	cacheSrv   *server.Server
+	grpcSrv    *grpc.Server
+	healthSrv  *grpchealth.Server
+	httpSrv    *http.Server
 	// kubeAPI and kubeSrv serve the Kubernetes API on kubeLis; nil when
 	// --kube-api-address is not set.
 	kubeAPI *kubeapi.Handler
