@@ -41,6 +41,7 @@ const ns = "chaos"
 // each behind its own fault proxy, a writer and the clients.
 type suite struct {
 	t        *testing.T
+	ns       string
 	kube     *kubernetes.Clientset
 	proxies  []*testenv.Proxy
 	replicas []*testenv.Daemon
@@ -86,6 +87,9 @@ type fault struct {
 type movement struct {
 	relists, watchStarts, streamsEnded float64
 	clientResumes, clientRelists       int
+	// relistsAfter is the relists counted at the end, not a difference:
+	// after a replica restarts its counters start again.
+	relistsAfter float64
 }
 
 func atLeast(what string, got, want float64) error {
@@ -174,6 +178,28 @@ var faults = []fault{
 	}, func(s *suite, d movement) error {
 		return atLeast("client resumes", float64(d.clientResumes), float64(s.onKilled))
 	}},
+	{"both informerd replicas killed with SIGKILL mid-churn and restarted from their --state-dir", func(s *suite) error {
+		for _, r := range s.replicas {
+			r.Kill()
+		}
+		time.Sleep(time.Second) // writes go on while both are down
+		for _, r := range s.replicas {
+			if err := r.Restart(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func(s *suite, d movement) error {
+		// Every client resumes from its own resourceVersion: the restored
+		// history and the watch resumed upstream cover it.
+		if d.clientRelists != 0 {
+			return fmt.Errorf("%d clients got OUT_OF_RANGE and listed again after a restart from --state-dir, want 0", d.clientRelists)
+		}
+		if d.relistsAfter != 0 {
+			return fmt.Errorf("the restarted replicas listed %g times, want 0: they resume their watch from the saved resourceVersion", d.relistsAfter)
+		}
+		return nil
+	}},
 	{"every client drops its stream and reconnects at once", func(s *suite) error {
 		for _, w := range s.watchers {
 			select {
@@ -216,7 +242,7 @@ func TestChaos(t *testing.T) {
 	if duration > 0 {
 		clients = envInt("CHAOS_CLIENTS", 1000)
 	}
-	s := &suite{t: t, kube: kubernetes.NewForConfigOrDie(env.Config), rng: rand.New(rand.NewPCG(seed, seed))}
+	s := &suite{t: t, ns: ns, kube: kubernetes.NewForConfigOrDie(env.Config), rng: rand.New(rand.NewPCG(seed, seed))}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if _, err := s.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -247,7 +273,7 @@ func TestChaos(t *testing.T) {
 		if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		d, err := testenv.StartDaemon(bin, config, kubeconfig, "--watch-rate=100000", "--watch-burst=100000", "--max-watches-per-identity=100000",
+		d, err := testenv.StartDaemon(bin, config, kubeconfig, "--state-dir="+filepath.Join(dir, fmt.Sprintf("state-%d", i)), "--watch-rate=100000", "--watch-burst=100000", "--max-watches-per-identity=100000",
 			"--list-rate=100000", "--list-burst=100000",
 			"--keepalive-time=2s", "--keepalive-timeout=2s")
 		if err != nil {
@@ -357,7 +383,7 @@ func (s *suite) write(ctx context.Context, writing <-chan bool) {
 		}
 		n++
 		name := fmt.Sprintf("cm-%d", s.rng.IntN(40))
-		cms := s.kube.CoreV1().ConfigMaps(ns)
+		cms := s.kube.CoreV1().ConfigMaps(s.ns)
 		var err error
 		switch s.rng.IntN(3) {
 		case 0:
@@ -383,15 +409,15 @@ func (s *suite) check() time.Time {
 	sentinel := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sentinel"}, Data: map[string]string{"at": time.Now().String()}}
 	var rv uint64
 	testenv.Eventually(s.t, 2*time.Minute, "the API server to take the sentinel write", func() bool {
-		_ = s.kube.CoreV1().ConfigMaps(ns).Delete(ctx, "sentinel", metav1.DeleteOptions{})
-		cm, err := s.kube.CoreV1().ConfigMaps(ns).Create(ctx, sentinel, metav1.CreateOptions{})
+		_ = s.kube.CoreV1().ConfigMaps(s.ns).Delete(ctx, "sentinel", metav1.DeleteOptions{})
+		cm, err := s.kube.CoreV1().ConfigMaps(s.ns).Create(ctx, sentinel, metav1.CreateOptions{})
 		if err != nil {
 			return false
 		}
 		rv, _ = strconv.ParseUint(cm.ResourceVersion, 10, 64)
 		return true
 	})
-	list, err := s.kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	list, err := s.kube.CoreV1().ConfigMaps(s.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -463,7 +489,7 @@ func (s *suite) counters() movement {
 
 func (m movement) minus(b movement) movement {
 	return movement{m.relists - b.relists, m.watchStarts - b.watchStarts, m.streamsEnded - b.streamsEnded,
-		m.clientResumes - b.clientResumes, m.clientRelists - b.clientRelists}
+		m.clientResumes - b.clientResumes, m.clientRelists - b.clientRelists, m.relists}
 }
 
 // scrape sums each metric's series by name (labels dropped). A replica
