@@ -427,5 +427,6 @@ func (r *Resource) boltOptions() *bolt.Options {
 		// commit, as etcd does.
 		NoFreelistSync: true,
 		FreelistType:   bolt.FreelistMapType,
+		OpenFile:       r.dir.opts.openFile,
 	}
 }

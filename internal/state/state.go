@@ -92,6 +92,10 @@ type Options struct {
 	// Identity is the cluster's.
 	Identity Identity
 	Log      *slog.Logger
+
+	// openFile opens the database files; nil is os.OpenFile. Tests point
+	// it at /dev/full.
+	openFile func(string, int, os.FileMode) (*os.File, error)
 }
 
 // Dir is an open state directory, locked against a second informerd.

@@ -444,3 +444,37 @@ func TestDirIsLocked(t *testing.T) {
 		t.Fatalf("second Open: %v, want in use", err)
 	}
 }
+
+// TestFullDisk: a write that fails — here every write to /dev/full, which
+// answers ENOSPC — is counted and reported, never fatal, and the next
+// write that succeeds clears it.
+func TestFullDisk(t *testing.T) {
+	c := newCache(t, 20)
+	d := openDir(t, t.TempDir(), testID)
+	full := true
+	d.opts.openFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		if full {
+			return os.OpenFile("/dev/full", os.O_RDWR, 0)
+		}
+		return os.OpenFile(name, flag, perm)
+	}
+	r := d.Resource("pods", Source{StripManagedFields: true})
+	r.resolved = testResolved
+	defer r.close()
+	defer c.ix.AddListener(r)()
+	ch := &churn{rng: rand.New(rand.NewPCG(8, 9)), c: c, live: map[string]*object.Object{}}
+	ch.sync(t)
+	ch.step(t)
+	err := r.flush(c.ix)
+	st := r.Stats()
+	if err == nil || st.WriteErrors != 1 || !strings.Contains(st.LastError, "no space left on device") || st.LagEvents == 0 || st.Oldest.IsZero() {
+		t.Fatalf("a write to a full disk: %v, stats %+v; want the error counted and kept, the change still waiting", err, st)
+	}
+	full = false
+	if err := r.flush(c.ix); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Stats(); st.LastError != "" || st.Writes != 1 || st.LagEvents != 0 || st.Written != c.ix.Stats().ResourceVersion {
+		t.Errorf("after space came back: stats %+v, want the error cleared and everything written", st)
+	}
+}
