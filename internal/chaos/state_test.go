@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/testenv"
@@ -28,7 +30,11 @@ import (
 func TestSIGKILLWithState(t *testing.T) {
 	const ns, clients = "sigkill-state", 500
 	seed := uint64(time.Now().UnixNano())
-	s := &suite{t: t, kube: kubernetes.NewForConfigOrDie(env.Config), rng: rand.New(rand.NewPCG(seed, seed)), ns: ns}
+	// A writer not held back by client-go's default rate limit (5/s), so
+	// that many changes happen while informerd is down.
+	wc := rest.CopyConfig(env.Config)
+	wc.QPS, wc.Burst = 1000, 1000
+	s := &suite{t: t, kube: kubernetes.NewForConfigOrDie(wc), rng: rand.New(rand.NewPCG(seed, seed)), ns: ns}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if _, err := s.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -84,12 +90,17 @@ func TestSIGKILLWithState(t *testing.T) {
 	})
 	time.Sleep(2 * time.Second)
 	d.Kill()
-	killed := time.Now()
+	killed, atKill := time.Now(), s.apiServerRV()
 	time.Sleep(time.Second) // writes go on while it is down
+	atRestart := s.apiServerRV()
 	if err := d.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("informerd restarted from its --state-dir %v after the SIGKILL", time.Since(killed).Round(time.Millisecond))
+	t.Logf("informerd restarted from its --state-dir %v after the SIGKILL; the API server moved from resourceVersion %d to %d meanwhile",
+		time.Since(killed).Round(time.Millisecond), atKill, atRestart)
+	if atRestart < atKill+10 {
+		t.Fatalf("only %d changes while informerd was down: the writer is too slow for this test to mean anything", atRestart-atKill)
+	}
 	time.Sleep(2 * time.Second)
 	writing <- false
 	s.check()
@@ -114,4 +125,16 @@ func TestSIGKILLWithState(t *testing.T) {
 	if resumes < clients {
 		t.Errorf("%d resumes for %d clients: the kill did not reach every client", resumes, clients)
 	}
+}
+
+// apiServerRV is the API server's current resourceVersion for the suite's
+// namespace.
+func (s *suite) apiServerRV() uint64 {
+	s.t.Helper()
+	l, err := s.kube.CoreV1().ConfigMaps(s.ns).List(context.Background(), metav1.ListOptions{Limit: 1})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	rv, _ := strconv.ParseUint(l.ResourceVersion, 10, 64)
+	return rv
 }
