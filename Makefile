@@ -83,6 +83,7 @@ manifests: ## render every kustomization under deploy/ into bin/manifests/
 	$(KUSTOMIZE) build deploy/examples/sidecar > $(BIN)/manifests/sidecar.yaml
 	$(KUSTOMIZE) build deploy/examples/kube-api-sidecar > $(BIN)/manifests/kube-api-sidecar.yaml
 	$(KUSTOMIZE) build deploy/examples/shared-client > $(BIN)/manifests/shared-client.yaml
+	$(KUSTOMIZE) build deploy/examples/shared-statefulset > $(BIN)/manifests/shared-statefulset.yaml
 	$(KUSTOMIZE) build deploy/monitoring > $(BIN)/manifests/monitoring.yaml
 	@echo "rendered into bin/manifests/"
 

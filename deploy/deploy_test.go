@@ -14,12 +14,15 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -69,7 +72,7 @@ func TestManifests(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("install the Prometheus Operator CRDs from deploy/testdata/crds: %v", err)
 	}
-	for _, dir := range []string{"base", "examples/sidecar", "examples/kube-api-sidecar", "examples/shared-client", "monitoring"} {
+	for _, dir := range []string{"base", "examples/sidecar", "examples/kube-api-sidecar", "examples/shared-client", "examples/shared-statefulset", "monitoring"} {
 		t.Run(dir, func(t *testing.T) {
 			objs := render(t, dir)
 			client := dynamic.NewForConfigOrDie(env.Config)
@@ -322,4 +325,199 @@ func TestKubeAPISidecar(t *testing.T) {
 	if env := app.Env; len(env) == 0 || env[0].Name != "KUBECONFIG" || secretOf(app, env[0].Value) != "" {
 		t.Errorf("the app's KUBECONFIG: %+v", env)
 	}
+}
+
+// TestStateDir checks what the dry run cannot see of --state-dir: where a
+// kustomization sets it, informerd accepts its flags with its config and
+// the directory is a writable mount of a volume of the pod's own — an
+// emptyDir with a sizeLimit for a sidecar (it survives container
+// restarts), a claim of the StatefulSet's volumeClaimTemplates for shared
+// mode (one ReadWriteOnce claim per replica: two informerd processes must
+// never share a state directory). The base keeps no state, and the
+// StatefulSet's pod template is the base Deployment's plus the state.
+func TestStateDir(t *testing.T) {
+	for _, tc := range []struct {
+		dir  string
+		kind string // the workload's kind
+		want string // "" (no state), "emptyDir" or "claim"
+	}{
+		{"base", "Deployment", ""},
+		{"examples/sidecar", "Deployment", "emptyDir"},
+		{"examples/kube-api-sidecar", "Deployment", "emptyDir"},
+		{"examples/shared-statefulset", "StatefulSet", "claim"},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			objs := render(t, tc.dir)
+			var workload *unstructured.Unstructured
+			var cfg *config.Config
+			for _, o := range objs {
+				if o.GetKind() == "Deployment" || o.GetKind() == "StatefulSet" {
+					if workload != nil || o.GetKind() != tc.kind {
+						t.Fatalf("want one %s and no other workload, got %s %s", tc.kind, o.GetKind(), o.GetName())
+					}
+					workload = o
+				}
+				if data, ok, _ := unstructured.NestedString(o.Object, "data", "config.yaml"); o.GetKind() == "ConfigMap" && ok {
+					c, err := config.Parse([]byte(data))
+					if err != nil {
+						t.Fatal(err)
+					}
+					cfg = c
+				}
+			}
+			if workload == nil || cfg == nil {
+				t.Fatalf("want a %s and the informerd config", tc.kind)
+			}
+			var tmpl corev1.PodTemplateSpec
+			var claims []corev1.PersistentVolumeClaim
+			switch tc.kind {
+			case "Deployment":
+				var d appsv1.Deployment
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(workload.Object, &d); err != nil {
+					t.Fatal(err)
+				}
+				tmpl = d.Spec.Template
+			case "StatefulSet":
+				var s appsv1.StatefulSet
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(workload.Object, &s); err != nil {
+					t.Fatal(err)
+				}
+				tmpl, claims = s.Spec.Template, s.Spec.VolumeClaimTemplates
+				checkLikeBase(t, s)
+			}
+			pod := tmpl.Spec
+			informerd, ok := informerdContainer(pod)
+			if !ok {
+				t.Fatal("no informerd container")
+			}
+			o := daemon.NewOptions()
+			fs := flag.NewFlagSet("informerd", flag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(informerd.Args); err != nil {
+				t.Fatalf("informerd's args: %v", err)
+			}
+			o.Config = cfg
+			if err := o.Validate(); err != nil {
+				t.Errorf("informerd refuses its args: %v", err)
+			}
+			if tc.want == "" {
+				if o.StateDir != "" {
+					t.Errorf("--state-dir=%s: want no state here", o.StateDir)
+				}
+				return
+			}
+			if o.StateDir == "" {
+				t.Fatal("no --state-dir")
+			}
+			var mount *corev1.VolumeMount
+			for i, m := range informerd.VolumeMounts {
+				if o.StateDir == m.MountPath || strings.HasPrefix(o.StateDir, strings.TrimSuffix(m.MountPath, "/")+"/") {
+					mount = &informerd.VolumeMounts[i]
+				}
+			}
+			if mount == nil {
+				t.Fatalf("--state-dir=%s is on no volume: the root filesystem is read-only", o.StateDir)
+			}
+			if mount.ReadOnly {
+				t.Errorf("volume %s is mounted read-only at %s", mount.Name, mount.MountPath)
+			}
+			var volume *corev1.Volume
+			for i, v := range pod.Volumes {
+				if v.Name == mount.Name {
+					volume = &pod.Volumes[i]
+				}
+			}
+			var claim *corev1.PersistentVolumeClaim
+			for i, c := range claims {
+				if c.Name == mount.Name {
+					claim = &claims[i]
+				}
+			}
+			switch tc.want {
+			case "emptyDir":
+				switch {
+				case volume == nil || volume.EmptyDir == nil:
+					t.Errorf("--state-dir is on volume %s, want an emptyDir", mount.Name)
+				case volume.EmptyDir.Medium == corev1.StorageMediumMemory:
+					t.Errorf("emptyDir %s is in memory: the state would count against the pod's memory", mount.Name)
+				case volume.EmptyDir.SizeLimit == nil || volume.EmptyDir.SizeLimit.IsZero():
+					t.Errorf("emptyDir %s has no sizeLimit", mount.Name)
+				}
+			case "claim":
+				if volume != nil || claim == nil {
+					t.Fatalf("--state-dir is on volume %s, want a claim of volumeClaimTemplates (one per replica)", mount.Name)
+				}
+				if !slices.Equal(claim.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}) &&
+					!slices.Equal(claim.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}) {
+					t.Errorf("claim %s has access modes %v, want ReadWriteOnce or ReadWriteOncePod: one replica's own", claim.Name, claim.Spec.AccessModes)
+				}
+				if size := claim.Spec.Resources.Requests[corev1.ResourceStorage]; size.IsZero() {
+					t.Errorf("claim %s requests no storage", claim.Name)
+				}
+				// A new volume's root belongs to root; informerd runs as
+				// a user that can write it only through fsGroup.
+				if sc := pod.SecurityContext; sc == nil || sc.FSGroup == nil || sc.RunAsGroup == nil || *sc.FSGroup != *sc.RunAsGroup {
+					t.Errorf("the pod's fsGroup must be informerd's group, so that it may write the claim: %+v", sc)
+				}
+			}
+		})
+	}
+}
+
+// checkLikeBase checks that shared-statefulset's StatefulSet is the base
+// Deployment, its pod template taken over as it is but for the state, and
+// that the base Service selects its pods.
+func checkLikeBase(t *testing.T, s appsv1.StatefulSet) {
+	t.Helper()
+	var dep appsv1.Deployment
+	var svc corev1.Service
+	for _, o := range render(t, "base") {
+		switch o.GetKind() {
+		case "Deployment":
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &dep); err != nil {
+				t.Fatal(err)
+			}
+		case "Service":
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &svc); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if s.Name != dep.Name || !equality.Semantic.DeepEqual(s.Spec.Replicas, dep.Spec.Replicas) || !equality.Semantic.DeepEqual(s.Spec.Selector, dep.Spec.Selector) {
+		t.Errorf("StatefulSet %s (replicas %v, selector %v) is not the base's Deployment %s (replicas %v, selector %v)",
+			s.Name, s.Spec.Replicas, s.Spec.Selector, dep.Name, dep.Spec.Replicas, dep.Spec.Selector)
+	}
+	if !selects(svc.Spec.Selector, s.Spec.Template.Labels) {
+		t.Errorf("the Service selects %v; the StatefulSet's pods have labels %v", svc.Spec.Selector, s.Spec.Template.Labels)
+	}
+	// The pod template without the state: its flag, its mount, and the
+	// fsGroup that lets informerd write the claim.
+	got := s.Spec.Template.DeepCopy()
+	if sc := got.Spec.SecurityContext; sc != nil {
+		sc.FSGroup, sc.FSGroupChangePolicy = nil, nil
+	}
+	for i := range got.Spec.Containers {
+		c := &got.Spec.Containers[i]
+		if c.Name != "informerd" {
+			continue
+		}
+		c.Args = slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--state-") })
+		c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+			return slices.ContainsFunc(s.Spec.VolumeClaimTemplates, func(pvc corev1.PersistentVolumeClaim) bool { return pvc.Name == m.Name })
+		})
+	}
+	if !equality.Semantic.DeepEqual(*got, dep.Spec.Template) {
+		t.Errorf("the StatefulSet's pod template, but for the state, is not the base Deployment's: update deploy/examples/shared-statefulset/statefulset.yaml with deploy/base/deployment.yaml (-StatefulSet +Deployment):\n%s", diff.Diff(*got, dep.Spec.Template))
+	}
+}
+
+// informerdContainer returns the container named informerd, a native
+// sidecar (an init container) or a plain one.
+func informerdContainer(pod corev1.PodSpec) (corev1.Container, bool) {
+	for _, c := range slices.Concat(pod.InitContainers, pod.Containers) {
+		if c.Name == "informerd" {
+			return c, true
+		}
+	}
+	return corev1.Container{}, false
 }
