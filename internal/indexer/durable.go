@@ -3,6 +3,7 @@ package indexer
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/watch"
@@ -31,9 +32,12 @@ type Changes struct {
 	Floor, FloorSeq uint64
 }
 
-// ChangesAfter returns up to about limit events after seq (a chunk never
-// ends inside a group of events that share a resourceVersion), or
-// ErrTooOld when the history no longer holds them, or ErrNotSynced.
+// ChangesAfter returns up to about limit events after seq, or ErrTooOld
+// when the history no longer holds them, or ErrNotSynced. A chunk never
+// ends inside a group of events that share a resourceVersion, nor inside a
+// relist's diff: a state written up to the middle of a diff would claim a
+// resourceVersion whose deletes it lacks (they come last, at the list's
+// resourceVersion), and a watch resumed from there would never bring them.
 func (ix *Indexer) ChangesAfter(seq uint64, limit int) (Changes, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -43,6 +47,13 @@ func (ix *Indexer) ChangesAfter(seq uint64, limit int) (Changes, error) {
 	evs, ok := ix.history.after(seq, limit)
 	if !ok {
 		return Changes{}, fmt.Errorf("%w: the events after seq %d have left the history window (floor %d)", ErrTooOld, seq, ix.history.floor)
+	}
+	if n := len(evs); n > 0 && evs[n-1].Relist {
+		// Through the end of the relist's diff: its events are one batch.
+		i := sort.Search(ix.history.n, func(i int) bool { return ix.history.at(i).Seq > evs[n-1].Seq })
+		for ; i < ix.history.n && ix.history.at(i).Relist; i++ {
+			evs = append(evs, *ix.history.at(i))
+		}
 	}
 	c := Changes{Events: evs, Floor: ix.history.floor, FloorSeq: ix.history.floorSeq}
 	if len(evs) == 0 || evs[len(evs)-1].Seq == ix.history.lastSeq() {

@@ -330,9 +330,12 @@ func (p *Pipeline) Run(ctx context.Context, client *reflector.Client, mapper Map
 		ns = p.cfg.Namespace
 	}
 	lw := client.ListWatch(res.GVR, ns, p.selectors)
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	refl := reflector.New(lw, p.encoder, p.fifo, reflector.Options{
 		Name: p.cfg.Resource, Client: client, Log: p.log,
 		Resume: resume, OnConfirmed: p.confirm,
+		OnForeign: func(err error) { cancel(p.foreign(err)) },
 	})
 	p.mu.Lock()
 	p.refl = refl
@@ -349,15 +352,18 @@ func (p *Pipeline) Run(ctx context.Context, client *reflector.Client, mapper Map
 	}
 
 	var wg sync.WaitGroup
-	rctx, cancel := context.WithCancel(ctx)
 	wg.Go(func() {
 		refl.Run(rctx)
 		p.fifo.Close() // unblocks the consumer
 	})
 	err := p.consume(rctx, res.CanonicalName())
-	cancel()
+	cause := context.Cause(rctx)
+	cancel(nil)
 	p.fifo.Close() // unblocks a reflector waiting on a full queue
 	wg.Wait()
+	if errors.Is(cause, ErrForeignState) {
+		return cause
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, deltafifo.ErrClosed) {
 		return nil
 	}

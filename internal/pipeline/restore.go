@@ -55,6 +55,21 @@ func (p *Pipeline) restore() (Resolved, string) {
 	return res, l.Cache.At.ResourceVersion
 }
 
+// ErrForeignState ends a pipeline whose restored cache turned out to belong
+// to another etcd history than the API server's: it must not be served,
+// and its resourceVersions cannot be reconciled with the API server's.
+// informerd stops with it (the state set aside), so that its restart
+// starts cold.
+var ErrForeignState = errors.New("the restored state belongs to another etcd history than the API server's")
+
+// foreign sets the state aside and returns the error that stops the
+// pipeline.
+func (p *Pipeline) foreign(err error) error {
+	p.log.Error("the restored cache belongs to another etcd history; setting the state aside and stopping informerd, which starts cold when restarted", "err", err)
+	_ = p.state.Discard(err.Error())
+	return fmt.Errorf("resource %s: %w: %w; it was set aside, start informerd again to start cold", p.cfg.Resource, ErrForeignState, err)
+}
+
 // decode turns stored JSON back into a cached object with the current
 // indexes.
 func (p *Pipeline) decode(b []byte) (*object.Object, error) {

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -123,16 +124,26 @@ func (s *Set) WaitSynced(ctx context.Context) error {
 }
 
 // Run runs every pipeline until ctx is done and returns when all have
-// stopped. A pipeline's error is logged; it does not stop the others.
+// stopped. A pipeline's error is logged; it does not stop the others,
+// except ErrForeignState, which stops them all and is returned.
 func (s *Set) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	var wg sync.WaitGroup
 	for _, p := range s.pipelines {
 		wg.Go(func() {
-			if err := p.Run(ctx, s.client, s.mapper); err != nil {
+			err := p.Run(ctx, s.client, s.mapper)
+			switch {
+			case errors.Is(err, ErrForeignState):
+				cancel(err)
+			case err != nil:
 				s.log.Error("pipeline stopped", "resource", p.Configured(), "err", err)
 			}
 		})
 	}
 	wg.Wait()
+	if err := context.Cause(ctx); errors.Is(err, ErrForeignState) {
+		return err
+	}
 	return nil
 }

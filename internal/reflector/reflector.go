@@ -89,6 +89,10 @@ type Options struct {
 	// resumed watch (its first event, or confirmAfter without an error)
 	// or a list has replaced the restored cache. Unused without Resume.
 	OnConfirmed func()
+	// OnForeign is called, once, when the API server lists at a
+	// resourceVersion older than Resume: the restored cache belongs to
+	// another etcd history and must not be served. Unused without Resume.
+	OnForeign func(error)
 }
 
 // New returns a reflector that lists and watches through lw, encodes with
@@ -102,7 +106,8 @@ func New(lw *cache.ListWatch, encoder *object.Encoder, queue Queue, opts Options
 		r.log = slog.Default()
 	}
 	r.indexFailures.log = r.log
-	r.resume.rv, r.resume.confirm = opts.Resume, opts.OnConfirmed
+	r.resume.rv, r.resume.confirm, r.resume.foreign = opts.Resume, opts.OnConfirmed, opts.OnForeign
+	r.resume.from, _ = object.ParseRV(opts.Resume)
 	r.signals.LastResourceVersion.Store("")
 	r.signals.LastError.Store("")
 	return r

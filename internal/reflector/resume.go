@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +43,30 @@ type resumeState struct {
 	skip    string // the Replace to skip: its resourceVersion
 	confirm func()
 	once    sync.Once
+	// foreignOnce guards foreign.
+	foreignOnce sync.Once
+	// from is the restored resourceVersion; foreign is told when a list
+	// is older than it.
+	from    uint64
+	foreign func(error)
+}
+
+// checkList refuses a list older than the restored resourceVersion. The
+// API server's lists are consistent reads, never older than what it has
+// sent before; a list older than the restored cache means the state was
+// written against another etcd history (etcd restored from a backup, a
+// cluster rebuilt behind the same address and CA), whose resourceVersions
+// cannot be ordered with the API server's. foreign is told, once.
+func (s *resumeState) checkList(rv string) error {
+	n, ok := object.ParseRV(rv)
+	if s.from == 0 || !ok || n >= s.from {
+		return nil
+	}
+	err := fmt.Errorf("the API server listed at resourceVersion %d, older than the restored state's %d: the state belongs to another etcd history", n, s.from)
+	if s.foreign != nil {
+		s.foreignOnce.Do(func() { s.foreign(err) })
+	}
+	return err
 }
 
 // take returns the resourceVersion to resume from, once.
@@ -101,6 +126,15 @@ func (r *Reflector) newResumeWatch(ctx context.Context, rv string, open func(con
 	return w
 }
 
+func (w *resumeWatch) stopped() bool {
+	select {
+	case <-w.stop:
+		return true
+	default:
+		return false
+	}
+}
+
 // ResultChan implements watch.Interface.
 func (w *resumeWatch) ResultChan() <-chan watch.Event { return w.out }
 
@@ -132,7 +166,7 @@ func (w *resumeWatch) loop(ctx context.Context, rv string) {
 		return
 	}
 	backoff := resumeBackoff
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && !w.stopped() {
 		next, err, forwarded := w.follow(ctx, rv)
 		if next != "" {
 			rv = next
@@ -192,10 +226,19 @@ func (w *resumeWatch) follow(ctx context.Context, rv string) (last string, err e
 }
 
 // refused reports whether the API server cannot resume from the
-// resourceVersion: it was compacted (410) or is ahead of what it has.
+// resourceVersion: it was compacted (410), is ahead of what it has, or the
+// resource is gone (404: its CRD was removed while informerd was down).
+// client-go then lists, as after any of these.
 func refused(err error) bool {
-	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err) ||
-		apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge)
+	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || apierrors.IsNotFound(err) || tooLarge(err)
+}
+
+// tooLarge reports whether the API server answered that it does not have
+// the resourceVersion yet; servers before 1.18.6 said so only in the
+// message, which client-go also matches.
+func tooLarge(err error) bool {
+	return apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) ||
+		apierrors.IsTimeout(err) && strings.Contains(err.Error(), "Too large resource version")
 }
 
 func statusOf(err error) *metav1.Status {

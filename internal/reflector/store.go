@@ -125,6 +125,9 @@ func (s *store) Replace(list []any, rv string) error {
 		// The answer to a resumed first list: the cache holds the objects.
 		return nil
 	}
+	if err := r.resume.checkList(rv); err != nil {
+		return err
+	}
 	objs := make([]*object.Object, 0, len(list))
 	var failures []failedObject
 	for _, obj := range list {

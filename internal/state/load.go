@@ -74,7 +74,7 @@ func (r *Resource) Load(decode Decoder, now time.Time) (*Loaded, error) {
 		return nil, r.setAside(err.Error())
 	}
 	r.mu.Lock()
-	r.db, r.pos, r.header = db, l.pos, l.header
+	r.db, r.pos, r.header, r.offset = db, l.pos, l.header, l.offset
 	r.stats.Restored, r.stats.SavedAt = true, l.SavedAt
 	r.stats.Written = l.pos.ResourceVersion
 	r.mu.Unlock()
@@ -86,6 +86,7 @@ type loaded struct {
 	Loaded
 	pos    position
 	header header
+	offset time.Duration
 }
 
 // read checks the file, then opens it for writing. A damaged file can make
@@ -105,6 +106,12 @@ func (r *Resource) read(size int64, decode Decoder, now time.Time) (db *bolt.DB,
 	if err != nil {
 		return nil, l, fmt.Errorf("open: %w", err)
 	}
+	closed := false
+	defer func() {
+		if !closed {
+			ro.Close() // after a recovered fault
+		}
+	}()
 	err = ro.View(func(tx *bolt.Tx) error {
 		if tx.Size() > size {
 			return fmt.Errorf("the file is truncated: %d bytes of %d", size, tx.Size())
@@ -113,6 +120,7 @@ func (r *Resource) read(size int64, decode Decoder, now time.Time) (db *bolt.DB,
 		l, err = r.readTx(tx, decode, now)
 		return err
 	})
+	closed = true
 	if cerr := ro.Close(); err == nil {
 		err = cerr
 	}
@@ -166,9 +174,10 @@ func (r *Resource) readTx(tx *bolt.Tx, decode Decoder, now time.Time) (loaded, e
 		return l, err
 	}
 	// The log replayed on base gives the cache, and each event its Prev.
-	// Times move by the downtime, so the history keeps what it had left of
-	// its age window.
-	shift := max(now.Sub(pos.SavedAt), 0)
+	// Times move by every downtime so far, so the history keeps what it had
+	// left of its age window.
+	shift := pos.Offset + max(now.Sub(pos.SavedAt), 0)
+	l.offset = shift
 	moved := func(t time.Time) time.Time {
 		if t.IsZero() {
 			return t

@@ -91,6 +91,10 @@ type position struct {
 	FloorSeq uint64 `json:"floorSeq"`
 	// SavedAt is when it was written.
 	SavedAt time.Time `json:"savedAt"`
+	// Offset is how far the times of the cache that wrote it were moved
+	// from the log's: the downtimes of every restart so far (the history's
+	// age counts only time informerd ran). The log keeps times without it.
+	Offset time.Duration `json:"offset,omitempty"`
 }
 
 func sealJSON(v any) ([]byte, error) {
@@ -130,8 +134,9 @@ type logRecord struct {
 }
 
 // encodeEvent writes ev as a sealed log value: type, flags, RV, the
-// times, the cache's resourceVersion string, the key and the JSON.
-func encodeEvent(ev indexer.Event) ([]byte, error) {
+// times (less offset), the cache's resourceVersion string, the key and the
+// JSON.
+func encodeEvent(ev indexer.Event, offset time.Duration) ([]byte, error) {
 	t := -1
 	for i, et := range eventTypes {
 		if et == ev.Type {
@@ -149,19 +154,19 @@ func encodeEvent(ev indexer.Event) ([]byte, error) {
 	}
 	b = append(b, byte(t), flags)
 	b = binary.AppendUvarint(b, ev.RV)
-	b = binary.AppendVarint(b, unixNano(ev.Applied))
-	b = binary.AppendVarint(b, unixNano(ev.Received))
+	b = binary.AppendVarint(b, unixNano(ev.Applied, offset))
+	b = binary.AppendVarint(b, unixNano(ev.Received, offset))
 	b = appendString(b, ev.ResourceVersion)
 	b = appendString(b, o.Key)
 	b = append(b, o.JSON...)
 	return seal(b), nil
 }
 
-func unixNano(t time.Time) int64 {
+func unixNano(t time.Time, offset time.Duration) int64 {
 	if t.IsZero() {
 		return 0
 	}
-	return t.UnixNano()
+	return t.Add(-offset).UnixNano()
 }
 
 func fromUnixNano(n int64) time.Time {

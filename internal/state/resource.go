@@ -32,14 +32,18 @@ type Resource struct {
 	seen    atomic.Int64 // changes told by OnEvent
 	marked  atomic.Int64 // seen when the last successful write started
 	oldest  atomic.Int64 // unix-nano time of the oldest unwritten change; 0 if none
-	kick    chan struct{}
-	bumpErr atomic.Bool // a write failed: kicks wait for the retry
+	kick      chan struct{}
+	bumpErr   atomic.Bool // a write failed: kicks wait for the retry
+	discarded atomic.Bool // set aside by Discard: nothing more is written
 
 	mu     sync.Mutex
 	db     *bolt.DB // nil until written or loaded
 	pos    position
 	header header
 	stats  Stats
+	// offset is how far the cache's times are from the log's (see
+	// position.Offset); set by Load.
+	offset time.Duration
 }
 
 func newResource(d *Dir, name string, src Source) *Resource {
@@ -55,8 +59,10 @@ func newResource(d *Dir, name string, src Source) *Resource {
 // Path is the state's file.
 func (r *Resource) Path() string { return r.path }
 
-// Discard closes a loaded state and sets it aside for reason.
+// Discard closes a loaded state and sets it aside for reason; nothing is
+// written any more.
 func (r *Resource) Discard(reason string) error {
+	r.discarded.Store(true)
 	r.close()
 	r.mu.Lock()
 	r.pos, r.stats.Restored = position{}, false
@@ -141,7 +147,9 @@ func (r *Resource) Run(ctx context.Context, ix *indexer.Indexer, resolved Resolv
 	for {
 		select {
 		case <-ctx.Done():
-			if err := r.flush(ix); err != nil {
+			// The last write also records when informerd stopped, from
+			// which the next start counts the downtime.
+			if err := r.flushWith(ix, true); err != nil {
 				r.log.Error("the state could not be written at shutdown; the next start resumes from the last write", "err", err)
 			}
 			return nil
@@ -175,9 +183,13 @@ func (r *Resource) close() {
 
 // flush writes the changes since the last write: in place when the cache's
 // history still holds them, else the whole cache into a new file.
-func (r *Resource) flush(ix *indexer.Indexer) error {
+func (r *Resource) flush(ix *indexer.Indexer) error { return r.flushWith(ix, false) }
+
+// flushWith flushes; with always, it writes the position even when nothing
+// changed.
+func (r *Resource) flushWith(ix *indexer.Indexer, always bool) error {
 	mark, start := r.seen.Load(), time.Now()
-	full, err := r.write(ix)
+	full, err := r.write(ix, always)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stats.WriteSeconds += time.Since(start).Seconds()
@@ -210,7 +222,10 @@ func (r *Resource) flush(ix *indexer.Indexer) error {
 // maxBatch bounds the events one transaction writes.
 const maxBatch = 4096
 
-func (r *Resource) write(ix *indexer.Indexer) (full bool, err error) {
+func (r *Resource) write(ix *indexer.Indexer, always bool) (full bool, err error) {
+	if r.discarded.Load() {
+		return false, nil
+	}
 	r.mu.Lock()
 	db, pos := r.db, r.pos
 	r.mu.Unlock()
@@ -226,10 +241,11 @@ func (r *Resource) write(ix *indexer.Indexer) (full bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		if len(ch.Events) == 0 && ch.At == (indexer.Position{ResourceVersion: pos.ResourceVersion, Seq: pos.Seq}) && ch.FloorSeq == pos.FloorSeq {
+		if len(ch.Events) == 0 && ch.At == (indexer.Position{ResourceVersion: pos.ResourceVersion, Seq: pos.Seq}) && ch.FloorSeq == pos.FloorSeq && !always {
 			return false, nil
 		}
-		next := position{ResourceVersion: ch.At.ResourceVersion, Seq: ch.At.Seq, Floor: ch.Floor, FloorSeq: ch.FloorSeq, SavedAt: time.Now()}
+		always = false
+		next := position{ResourceVersion: ch.At.ResourceVersion, Seq: ch.At.Seq, Floor: ch.Floor, FloorSeq: ch.FloorSeq, SavedAt: time.Now(), Offset: r.offset}
 		if err := db.Update(func(tx *bolt.Tx) error { return appendTx(tx, ch.Events, next) }); err != nil {
 			return false, fmt.Errorf("write %d changes to %s: %w", len(ch.Events), r.path, err)
 		}
@@ -247,7 +263,7 @@ func (r *Resource) write(ix *indexer.Indexer) (full bool, err error) {
 func appendTx(tx *bolt.Tx, events []indexer.Event, next position) error {
 	logb, base, meta := tx.Bucket(bucketLog), tx.Bucket(bucketBase), tx.Bucket(bucketMeta)
 	for _, ev := range events {
-		v, err := encodeEvent(ev)
+		v, err := encodeEvent(ev, next.Offset)
 		if err != nil {
 			return err
 		}
@@ -305,7 +321,7 @@ func (r *Resource) writeFull(ix *indexer.Indexer) error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)
 	}
-	next := position{ResourceVersion: cp.At.ResourceVersion, Seq: cp.At.Seq, Floor: cp.Floor, FloorSeq: cp.FloorSeq, SavedAt: time.Now()}
+	next := position{ResourceVersion: cp.At.ResourceVersion, Seq: cp.At.Seq, Floor: cp.Floor, FloorSeq: cp.FloorSeq, SavedAt: time.Now(), Offset: r.offset}
 	err = r.fill(db, cp, next)
 	if err == nil {
 		err = db.Sync()
@@ -385,7 +401,7 @@ func (r *Resource) fill(db *bolt.DB, cp indexer.Checkpoint, next position) error
 			}
 			b := tx.Bucket(bucketLog)
 			for _, ev := range chunk {
-				v, err := encodeEvent(ev)
+				v, err := encodeEvent(ev, next.Offset)
 				if err != nil {
 					return err
 				}
@@ -408,6 +424,9 @@ func (r *Resource) fill(db *bolt.DB, cp indexer.Checkpoint, next position) error
 // replace renames tmp over the state file, after closing the old one, and
 // makes the rename durable.
 func (r *Resource) replace(tmp string) error {
+	if r.discarded.Load() {
+		return errors.New("the state was set aside")
+	}
 	r.close()
 	if err := os.Rename(tmp, r.path); err != nil {
 		return err
