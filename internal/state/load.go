@@ -59,6 +59,7 @@ const keepAside = 3
 // caller starts cold. On success the state's file stays open for Run to
 // write on.
 func (r *Resource) Load(decode Decoder, now time.Time) (*Loaded, error) {
+	_ = os.Remove(r.path + ".new") // a whole write a crash interrupted
 	fi, err := os.Stat(r.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
