@@ -471,3 +471,54 @@ func TestBadStateStartsCold(t *testing.T) {
 		})
 	}
 }
+
+// TestStateWriteFails: a write of the state that fails (here the file it
+// writes is in the way: a directory) never stops serving; it is a warning
+// on /readyz and a metric until a write succeeds.
+func TestStateWriteFails(t *testing.T) {
+	s := newStateEnv(t, "state-write-fails", 2)
+	blocker := filepath.Join(s.opts.StateDir, "configmaps.db.new")
+	if err := os.MkdirAll(filepath.Join(blocker, "in-the-way"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d, c, _, _ := s.run()
+	testenv.Eventually(t, time.Minute, "List to answer", func() bool {
+		got, _, err := s.list(c)
+		return err == nil && len(got) == 2
+	})
+	testenv.Eventually(t, 30*time.Second, "/readyz to warn of the failed write", func() bool {
+		r := readyz(t, d).Resources[0]
+		return r.State != nil && r.State.Problem != ""
+	})
+	rep := readyz(t, d)
+	if !rep.Ready || rep.Resources[0].Phase != "Synced" {
+		t.Errorf("/readyz with a failing state write: %+v, want ready and Synced", rep)
+	}
+	_, text := getText(t, d.MetricsURL()+"/readyz")
+	if !strings.Contains(text, "state-problem=") {
+		t.Errorf("/readyz text does not show the failed write:\n%s", text)
+	}
+	_, metrics := getText(t, d.MetricsURL()+"/metrics")
+	if !strings.Contains(metrics, `informerd_state_write_errors_total{resource="configmaps"}`) || strings.Contains(metrics, `informerd_state_write_errors_total{resource="configmaps"} 0`) {
+		t.Errorf("informerd_state_write_errors_total does not count the failed write")
+	}
+	if err := os.RemoveAll(blocker); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "the retried write to succeed and the warning to clear", func() bool {
+		r := readyz(t, d).Resources[0]
+		return r.State != nil && r.State.Problem == "" && r.State.WrittenResourceVersion != ""
+	})
+}
+
+func getText(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	return resp.StatusCode, b.String()
+}
