@@ -29,9 +29,9 @@ type Resource struct {
 	resolved Resolved
 
 	// The cache's side: changes seen, and the mark of the last write.
-	seen    atomic.Int64 // changes told by OnEvent
-	marked  atomic.Int64 // seen when the last successful write started
-	oldest  atomic.Int64 // unix-nano time of the oldest unwritten change; 0 if none
+	seen      atomic.Int64 // changes told by OnEvent
+	marked    atomic.Int64 // seen when the last successful write started
+	oldest    atomic.Int64 // unix-nano time of the oldest unwritten change; 0 if none
 	kick      chan struct{}
 	bumpErr   atomic.Bool // a write failed: kicks wait for the retry
 	discarded atomic.Bool // set aside by Discard: nothing more is written
