@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/informerd/informerd/internal/object"
-	"k8s.io/apimachinery/pkg/watch"
 )
 
 // maxViews bounds the views kept for the continue pages of Lists: each one
@@ -117,16 +116,8 @@ func (ix *Indexer) ViewAt(rv string) (View, error) {
 	}
 	// The clone is private: the later events are undone on it outside the
 	// lock, so that a rebuild never holds up Apply.
-	for i := len(later) - 1; i >= 0; i-- {
-		ev := later[i]
-		switch ev.Type {
-		case watch.Added:
-			t.Delete(entry{key: ev.Object.Key})
-		case watch.Modified, watch.Deleted:
-			t.ReplaceOrInsert(entry{key: ev.Prev.Key, o: ev.Prev})
-		default:
-			return View{}, fmt.Errorf("indexer: unexpected %s event in history", ev.Type)
-		}
+	if err := undo(t, later); err != nil {
+		return View{}, err
 	}
 	v = View{t: t, ResourceVersion: rv}
 	ix.Keep(v)
