@@ -5,7 +5,7 @@
 //
 //	go run ./bench -mode=short -out=docs/benchmarks/short
 //
-// Modes: smoke (seconds of each scenario, for make test), short (under 10
+// Modes: smoke (seconds of each scenario, for make test), short (about 12
 // minutes on 2 cores), full (the sizes). Its child processes —
 // bench/informer, bench/thin and bench/floor, each linking only what it
 // needs — are built and run so each is measured alone.
