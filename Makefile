@@ -100,7 +100,7 @@ run: build testenv ## start a local kube-apiserver + etcd, sample objects, and i
 bench: testenv ## the benchmark harness, full sizes, against kube-apiserver and client-go: docs/benchmarks/full/ (see docs/benchmarks.md)
 	$(GO) run ./bench -mode=full
 
-bench-short: testenv ## the benchmark harness at small sizes (about 9 minutes on 2 cores): docs/benchmarks/short/
+bench-short: testenv ## the benchmark harness at small sizes (about 12 minutes on 2 cores): docs/benchmarks/short/
 	$(GO) run ./bench -mode=short
 
 BENCH_COUNT ?= 3

@@ -5,7 +5,7 @@
 //
 //	go run ./bench -mode=short -out=docs/benchmarks/short
 //
-// Modes: smoke (seconds of each scenario, for make test), short (under 10
+// Modes: smoke (seconds of each scenario, for make test), short (about 12
 // minutes on 2 cores), full (the sizes). Its child processes —
 // bench/informer, bench/thin and bench/floor, each linking only what it
 // needs — are built and run so each is measured alone.
@@ -45,18 +45,29 @@ type bench struct {
 	// relistSettle: how long after kube-apiserver's restart the relist
 	// scenario waits for clients to recover before it reads the counters.
 	relistSettle time.Duration
-	ns           string
-	dir          string
-	informerdBin string
-	profileDir   string // where to write CPU profiles of the largest fan-out
-	cluster      *cluster
-	informerd    *daemon
+	// The restart scenario: pods in each of its namespaces, gRPC watchers
+	// resuming across informerd's restart, and the pod writes before
+	// informerd's SIGTERM and while it is down.
+	restartPods       []int
+	restartN          int
+	restartPreWrites  int
+	restartDownWrites int
+	restartPhase      time.Duration // the 100 writes/s phase after the restart
+	ns                string
+	dir               string
+	informerdBin      string
+	profileDir        string // where to write CPU profiles of the largest fan-out
+	cluster           *cluster
+	informerd         *daemon
 }
 
 var modes = map[string]bench{
-	"smoke": {runs: 1, pods: 300, nodes: 10, watchers: []int{10}, phaseTime: 2 * time.Second, memorySizes: []int{300}, sidecars: []int{2}, lists: 20, relistPods: 50, relistN: 10, relistSettle: 10 * time.Second},
-	"short": {runs: 3, pods: 2000, nodes: 100, watchers: []int{1000}, phaseTime: 5 * time.Second, memorySizes: []int{2000}, sidecars: []int{10, 50}, lists: 200, relistPods: 200, relistN: 200, relistSettle: 10 * time.Second},
-	"full":  {runs: 3, pods: 10000, nodes: 100, watchers: []int{10, 100, 1000}, phaseTime: 15 * time.Second, pacedTime: time.Minute, memorySizes: []int{10000, 50000}, sidecars: []int{10, 50}, lists: 1000, relistPods: 500, relistN: 1000, relistSettle: 30 * time.Second},
+	"smoke": {runs: 1, pods: 300, nodes: 10, watchers: []int{10}, phaseTime: 2 * time.Second, memorySizes: []int{300}, sidecars: []int{2}, lists: 20, relistPods: 50, relistN: 10, relistSettle: 10 * time.Second,
+		restartPods: []int{300}, restartN: 10, restartPreWrites: 10, restartDownWrites: 20, restartPhase: 2 * time.Second},
+	"short": {runs: 3, pods: 2000, nodes: 100, watchers: []int{1000}, phaseTime: 5 * time.Second, memorySizes: []int{2000}, sidecars: []int{10, 50}, lists: 200, relistPods: 200, relistN: 200, relistSettle: 10 * time.Second,
+		restartPods: []int{2000}, restartN: 200, restartPreWrites: 50, restartDownWrites: 100, restartPhase: 10 * time.Second},
+	"full": {runs: 3, pods: 10000, nodes: 100, watchers: []int{10, 100, 1000}, phaseTime: 15 * time.Second, pacedTime: time.Minute, memorySizes: []int{10000, 50000}, sidecars: []int{10, 50}, lists: 1000, relistPods: 500, relistN: 1000, relistSettle: 30 * time.Second,
+		restartPods: []int{10000, 50000}, restartN: 1000, restartPreWrites: 50, restartDownWrites: 100, restartPhase: 20 * time.Second},
 }
 
 // largest is the largest watcher count (b.watchers is sorted): its
@@ -75,7 +86,7 @@ func main() {
 	watchers := flag.String("watchers", "", "comma-separated watcher counts for the fan-out and slow scenarios, overriding the mode's")
 	phaseTime := flag.Duration("phase", 0, "how long each fan-out and slow-consumer phase writes (default: the mode's)")
 	pacedTime := flag.Duration("paced-phase", 0, "how long the largest fan-out's 100 writes/s phase writes (default: the mode's, 1m in full mode; -phase otherwise)")
-	only := flag.String("scenarios", "fanout,memory,sidecars,list,slow,relist", "comma-separated scenarios to run")
+	only := flag.String("scenarios", "fanout,memory,sidecars,list,slow,relist,restart", "comma-separated scenarios to run")
 	flag.Parse()
 	b, ok := modes[*mode]
 	if !ok {
@@ -169,7 +180,7 @@ func run(b *bench, out string, only []string) error {
 	scenarios := []struct {
 		name string
 		run  func(context.Context, *bench) (Scenario, error)
-	}{{"fanout", fanOut}, {"memory", memory}, {"sidecars", sidecars}, {"list", listByIndex}, {"slow", slowConsumers}, {"relist", relist}}
+	}{{"fanout", fanOut}, {"memory", memory}, {"sidecars", sidecars}, {"list", listByIndex}, {"slow", slowConsumers}, {"relist", relist}, {"restart", restart}}
 	for _, sc := range scenarios {
 		if !contains(only, sc.name) {
 			continue

@@ -27,7 +27,14 @@ func cpuSeconds(pid int) (float64, error) {
 }
 
 // rssBytes returns a process's resident set size.
-func rssBytes(pid int) (uint64, error) {
+func rssBytes(pid int) (uint64, error) { return procStatusBytes(pid, "VmRSS") }
+
+// peakRSSBytes returns the largest resident set size a process has had
+// since it started (VmHWM).
+func peakRSSBytes(pid int) (uint64, error) { return procStatusBytes(pid, "VmHWM") }
+
+// procStatusBytes reads a "<field>: N kB" line of /proc/<pid>/status.
+func procStatusBytes(pid int, field string) (uint64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -35,12 +42,12 @@ func rssBytes(pid int) (uint64, error) {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(s.Text(), field+":"); ok {
 			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return kb << 10, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+	return 0, fmt.Errorf("no %s for pid %d", field, pid)
 }
 
 // cpuMeter measures the CPU seconds a set of processes use between start
