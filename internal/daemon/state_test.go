@@ -233,7 +233,7 @@ func (s *stateEnv) follow(c pb.CacheServiceClient, rv string, ready func()) []st
 	for {
 		ev, err := stream.Recv()
 		if err != nil {
-			s.t.Fatalf("watch from %s after %v: %v", rv, got, err)
+			s.t.Fatalf("watch from %s after %v: %v\ninformerd's log:\n%s", rv, got, err, s.log)
 		}
 		n, _ := strconv.ParseUint(ev.GetResourceVersion(), 10, 64)
 		if n < last {
@@ -365,6 +365,10 @@ func TestRestartAfterCompaction(t *testing.T) {
 	}
 	s.upstream.lists()
 	d2, c2, _, _ := s.run()
+	testenv.Eventually(t, 10*time.Second, "the restored cache to be served", func() bool {
+		_, _, err := s.list(c2)
+		return err == nil
+	})
 	got := s.follow(c2, clientRV, func() {
 		// The sentinel comes after the relist, not inside it.
 		testenv.Eventually(t, time.Minute, "the relist", func() bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -22,13 +23,16 @@ func fastBackoff(t *testing.T) {
 	t.Cleanup(func() { resumeBackoff = old })
 }
 
-// TestResumeWatchStopsOpening: after Stop, the resumed watch never opens
-// another upstream watch.
+// TestResumeWatchStopsOpening: once stopped, the resumed watch stops every
+// upstream watch it opened, and opens at most the one that raced with
+// Stop.
 func TestResumeWatchStopsOpening(t *testing.T) {
 	for range 500 {
 		r := &Reflector{}
 		var after atomic.Int32
 		var w *resumeWatch
+		var mu sync.Mutex
+		var opened []*watch.FakeWatcher
 		ready := make(chan struct{})
 		open := func(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
 			<-ready
@@ -40,7 +44,9 @@ func TestResumeWatchStopsOpening(t *testing.T) {
 			fw := watch.NewFakeWithChanSize(1, false)
 			raw, _ := object.ParseRaw([]byte(`{"metadata":{"name":"a","resourceVersion":"11"}}`))
 			fw.Add(raw)
-			fw.Stop() // closes after the event: the loop opens the next
+			mu.Lock()
+			opened = append(opened, fw)
+			mu.Unlock()
 			return fw, nil
 		}
 		w = r.newResumeWatch(context.Background(), "10", open)
@@ -51,9 +57,16 @@ func TestResumeWatchStopsOpening(t *testing.T) {
 		for range w.ResultChan() {
 		}
 		r.watches.Wait()
-		if after.Load() > 0 {
-			t.Fatal("an upstream watch was opened after Stop")
+		if after.Load() > 1 {
+			t.Fatalf("%d upstream watches opened after Stop, want at most the one racing with it", after.Load())
 		}
+		mu.Lock()
+		for i, fw := range opened {
+			if !fw.IsStopped() {
+				t.Fatalf("upstream watch %d of %d left open after Stop", i+1, len(opened))
+			}
+		}
+		mu.Unlock()
 	}
 }
 
