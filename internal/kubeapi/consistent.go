@@ -81,6 +81,9 @@ type round struct {
 	done chan struct{}
 	rv   string
 	err  error
+	// waiters counts the readers waiting for it; guarded by
+	// upstreamRV.mu.
+	waiters int
 }
 
 func newUpstreamRV(api *apiServer) *upstreamRV {
@@ -107,6 +110,7 @@ func (u *upstreamRV) current(ctx context.Context, gvr schema.GroupVersionResourc
 		r, lead = &round{done: make(chan struct{})}, true
 		rs.next = r
 	}
+	r.waiters++
 	inflight := rs.inflight
 	u.mu.Unlock()
 	if lead {

@@ -7,10 +7,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+
+	"github.com/informerd/informerd/internal/testenv"
 )
 
 // TestUpstreamRV asks for the resourceVersion where the reader reads (a
@@ -56,6 +59,13 @@ func TestUpstreamRV(t *testing.T) {
 			}
 		})
 	}
+	// Every reader has joined the round that waits for the one in flight.
+	testenv.Eventually(t, time.Minute, "20 readers waiting", func() bool {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		rs := u.rounds[scope{cms, "team-a"}]
+		return rs != nil && rs.next != nil && rs.next.waiters == 20
+	})
 	close(release)
 	wg.Wait()
 	if rv := <-first; rv != "42" {
