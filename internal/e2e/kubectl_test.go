@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -41,7 +42,11 @@ func (k *kubeAPI) kubectlCmd(ctx context.Context, t *testing.T, kubeconfig strin
 // kubectl runs a kubectl command to its end, with stdin.
 func (k *kubeAPI) kubectl(t *testing.T, kubeconfig, stdin string, args ...string) kubectlRun {
 	t.Helper()
-	cmd := k.kubectlCmd(context.Background(), t, kubeconfig, args...)
+	// Bounded, so that a hung request fails the test with what kubectl
+	// said instead of holding the whole run.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := k.kubectlCmd(ctx, t, kubeconfig, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -52,7 +57,7 @@ func (k *kubeAPI) kubectl(t *testing.T, kubeconfig, stdin string, args ...string
 	case errors.As(err, &ee):
 		r.Exit = ee.ExitCode()
 	case err != nil:
-		t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	return r
 }
