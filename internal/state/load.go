@@ -75,7 +75,7 @@ func (r *Resource) Load(decode Decoder, now time.Time) (*Loaded, error) {
 		return nil, r.setAside(err.Error())
 	}
 	r.mu.Lock()
-	r.db, r.pos, r.header, r.offset = db, l.pos, l.header, l.offset
+	r.db, r.pos, r.offset = db, l.pos, l.offset
 	r.stats.Restored, r.stats.SavedAt = true, l.SavedAt
 	r.stats.Written = l.pos.ResourceVersion
 	r.mu.Unlock()

@@ -36,11 +36,10 @@ type Resource struct {
 	bumpErr   atomic.Bool // a write failed: kicks wait for the retry
 	discarded atomic.Bool // set aside by Discard: nothing more is written
 
-	mu     sync.Mutex
-	db     *bolt.DB // nil until written or loaded
-	pos    position
-	header header
-	stats  Stats
+	mu    sync.Mutex
+	db    *bolt.DB // nil until written or loaded
+	pos   position
+	stats Stats
 	// offset is how far the cache's times are from the log's (see
 	// position.Offset); set by Load.
 	offset time.Duration
