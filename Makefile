@@ -39,9 +39,9 @@ FUZZTIME_TEST ?= 4s
 fuzz: ## run every fuzz target for FUZZTIME each (default 1m); make test runs them for 4s
 	hack/fuzz.sh $(FUZZTIME)
 
-PYTHON_DEBS := python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc python3-kubernetes
+PYTHON_DEBS := python3-grpcio python3-protobuf protobuf-compiler libprotobuf-dev protobuf-compiler-grpc python3-kubernetes
 python-deps: ## install Debian's packages the Python examples need (apt-get, as root; skipped when present)
-	@if /usr/bin/python3 -c 'import grpc, google.protobuf, kubernetes' 2>/dev/null && [[ -x /usr/bin/protoc && -x /usr/bin/grpc_python_plugin ]]; then :; \
+	@if /usr/bin/python3 -c 'import grpc, google.protobuf, kubernetes' 2>/dev/null && [[ -x /usr/bin/protoc && -x /usr/bin/grpc_python_plugin && -f /usr/include/google/protobuf/field_mask.proto ]]; then :; \
 	else apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PYTHON_DEBS); fi
 
 node-deps: examples/node/node_modules/.package-lock.json examples/kube-api/node/node_modules/.package-lock.json ## install the Node.js examples' pinned packages (npm ci)
@@ -84,6 +84,7 @@ manifests: ## render every kustomization under deploy/ into bin/manifests/
 	$(KUSTOMIZE) build deploy/examples/kube-api-sidecar > $(BIN)/manifests/kube-api-sidecar.yaml
 	$(KUSTOMIZE) build deploy/examples/shared-client > $(BIN)/manifests/shared-client.yaml
 	$(KUSTOMIZE) build deploy/examples/shared-statefulset > $(BIN)/manifests/shared-statefulset.yaml
+	$(KUSTOMIZE) build deploy/examples/tiered > $(BIN)/manifests/tiered.yaml
 	$(KUSTOMIZE) build deploy/monitoring > $(BIN)/manifests/monitoring.yaml
 	@echo "rendered into bin/manifests/"
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +13,7 @@ import (
 	"github.com/informerd/informerd/bench/internal/childproc"
 )
 
-// Child processes (bench/informer, bench/thin, bench/floor) are measured
+// Child processes (bench/informer, bench/thin, bench/floor, bench/reader) are measured
 // as processes of their own. A child prints one JSON line when it is ready
 // and runs until its stdin closes.
 
@@ -27,7 +28,7 @@ type child struct {
 // childBins are the child binaries by name, built by the harness.
 var childBins = map[string]string{}
 
-// startChild runs a child binary (informer, thin, floor) and waits for its
+// startChild runs a child binary (informer, thin, floor, reader) and waits for its
 // ready line.
 func startChild(mode string, args ...string) (*child, error) {
 	cmd := exec.Command(childBins[mode], args...)
@@ -74,6 +75,24 @@ func startChild(mode string, args ...string) (*child, error) {
 }
 
 func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// ask writes a command line to the child and returns its answer line.
+func (c *child) ask(ctx context.Context, command string) (string, error) {
+	if _, err := fmt.Fprintln(c.stdin, command); err != nil {
+		return "", fmt.Errorf("%s to the child: %w", command, err)
+	}
+	select {
+	case line, ok := <-c.lines:
+		if !ok {
+			return "", fmt.Errorf("the child exited before it answered %s", command)
+		}
+		return line, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-time.After(time.Minute):
+		return "", fmt.Errorf("the child did not answer %s within a minute", command)
+	}
+}
 
 func (c *child) stop() {
 	c.stdin.Close()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -98,8 +99,10 @@ const watchesPerConn = 100
 // addr: watcher i of n on node i%nodes, for each i that pick selects (nil:
 // all), over a connection per watchesPerConn streams dialed with opts
 // after dial's, and returns once every stream is admitted. Each watcher
-// sleeps pause after each event.
-func grpcWatchers(ctx context.Context, addr string, n, nodes int, pick func(i int) bool, pause time.Duration, opts ...grpc.DialOption) (*watchers, error) {
+// sleeps pause after each event. With fields not nil, the watches ask for
+// only those fields of each pod (empty: the whole pod) and allow
+// bookmarks; a bookmark is not recorded as an event.
+func grpcWatchers(ctx context.Context, addr string, n, nodes int, pick func(i int) bool, pause time.Duration, fields []string, opts ...grpc.DialOption) (*watchers, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &watchers{got: make([][]receipt, n), cancel: cancel}
 	var client pb.CacheServiceClient
@@ -120,7 +123,11 @@ func grpcWatchers(ctx context.Context, addr string, n, nodes int, pick func(i in
 		var stream grpc.ServerStreamingClient[pb.WatchResponse]
 		if err == nil {
 			sel := &pb.Selector{Index: &pb.IndexSelector{Name: "node", Values: []string{nodeName(i, nodes)}}}
-			stream, err = client.Watch(ctx, &pb.WatchRequest{Resource: "pods", Selector: sel})
+			req := &pb.WatchRequest{Resource: "pods", Selector: sel}
+			if fields != nil {
+				req.Fields, req.AllowBookmarks = &fieldmaskpb.FieldMask{Paths: fields}, true
+			}
+			stream, err = client.Watch(ctx, req)
 		}
 		if err == nil {
 			_, err = stream.Header()
@@ -137,6 +144,9 @@ func grpcWatchers(ctx context.Context, addr string, n, nodes int, pick func(i in
 						w.fail(i, err)
 					}
 					return
+				}
+				if ev.GetType() == pb.EventType_EVENT_TYPE_BOOKMARK {
+					continue
 				}
 				w.record(i, ev.GetResourceVersion())
 				if pause > 0 {
@@ -267,29 +277,70 @@ func informerWatchers(ctx context.Context, cfg *rest.Config, ns string, n, pods,
 	return w, nil
 }
 
-// churn updates random pods of ns at rate per second (0: as fast as 16
-// writers get acknowledged) for d, and returns each write's resourceVersion
-// and acknowledgement time.
+// churn updates an annotation of random pods of ns at rate per second (0:
+// as fast as 16 writers get acknowledged) for d, and returns each write's
+// resourceVersion and acknowledgement time.
 func churn(ctx context.Context, c *cluster, ns string, pods, nodes int, rate float64, d time.Duration) (map[string]time.Time, error) {
+	return churnEdits(ctx, c, ns, pods, rate, d, annotationEdit, nil)
+}
+
+// edit is what a churn changes in a pod: a patch, unique to each write so
+// that every write is a change, of the pod or of one of its subresources.
+type edit struct {
+	name        string
+	patch       func(seq int64) (types.PatchType, []byte)
+	subresource []string
+}
+
+var (
+	// annotationEdit sets an annotation: the fan-out's churn, a change of
+	// metadata that projections of labels and status leave out.
+	annotationEdit = edit{name: "annotation", patch: func(seq int64) (types.PatchType, []byte) {
+		return types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{"bench/seq":"%d"}}}`, seq)
+	}}
+	// labelEdit sets a label, which metadata.labels projects.
+	labelEdit = edit{name: "label", patch: func(seq int64) (types.PatchType, []byte) {
+		return types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{"bench/seq":"%d"}}}`, seq)
+	}}
+	// heartbeatEdit is a kubelet's kind of status write: the Ready
+	// condition's lastProbeTime and message (the message makes each write a
+	// change within the same second), through the status subresource.
+	heartbeatEdit = edit{name: "heartbeat", subresource: []string{"status"}, patch: func(seq int64) (types.PatchType, []byte) {
+		return types.StrategicMergePatchType, fmt.Appendf(nil, `{"status":{"conditions":[{"type":"Ready","lastProbeTime":%q,"message":"probe %d"}]}}`,
+			time.Now().UTC().Format(time.RFC3339), seq)
+	}}
+)
+
+// churnSeq numbers the writes of every churn of the run, so that no write
+// repeats what an earlier churn wrote to the pod and changes nothing.
+var churnSeq atomic.Int64
+
+// churnEdits writes e to random pods of ns at rate per second (0: as fast
+// as 16 writers get acknowledged) for d, and returns each write's
+// resourceVersion and acknowledgement time. wrote, if not nil, is called
+// with the index of each acknowledged write's pod, from the writers'
+// goroutines one at a time.
+func churnEdits(ctx context.Context, c *cluster, ns string, pods int, rate float64, d time.Duration, e edit, wrote func(pod int)) (map[string]time.Time, error) {
 	var mu sync.Mutex
 	acks := map[string]time.Time{}
-	var seq atomic.Int64
 	var firstErr error
 	write := func() {
 		i := rand.IntN(pods)
-		n := seq.Add(1)
-		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"bench/seq":"%d"}}}`, n)
-		p, err := c.kube.CoreV1().Pods(ns).Patch(ctx, podName(i), types.MergePatchType, patch, metav1.PatchOptions{})
+		pt, patch := e.patch(churnSeq.Add(1))
+		p, err := c.kube.CoreV1().Pods(ns).Patch(ctx, podName(i), pt, patch, metav1.PatchOptions{}, e.subresource...)
 		now := time.Now()
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
 			if firstErr == nil && ctx.Err() == nil {
-				firstErr = err
+				firstErr = fmt.Errorf("%s write: %w", e.name, err)
 			}
 			return
 		}
 		acks[p.ResourceVersion] = now
+		if wrote != nil {
+			wrote(i)
+		}
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -325,6 +376,14 @@ func podName(i int) string { return fmt.Sprintf("web-7c9f8d6b5-%05d", i) }
 // p99 in milliseconds. An event may arrive before its write's response
 // does; that delay counts as 0.
 func delays(got [][]receipt, acks map[string]time.Time) (p50, p99 float64) {
+	ds := sortedDelays(got, acks, true)
+	return percentile(ds, 50), percentile(ds, 99)
+}
+
+// sortedDelays returns every receipt's delay in milliseconds, as delays
+// joins them, sorted; with clip, an event that arrived before its write's
+// response counts as 0, else as the negative time by which it beat it.
+func sortedDelays(got [][]receipt, acks map[string]time.Time, clip bool) []float64 {
 	var ds []float64
 	for _, rs := range got {
 		for _, r := range rs {
@@ -342,14 +401,23 @@ func delays(got [][]receipt, acks map[string]time.Time) (p50, p99 float64) {
 				}
 				sent = t
 			}
-			ds = append(ds, max(0, float64(r.at.Sub(sent))/float64(time.Millisecond)))
+			d := float64(r.at.Sub(sent)) / float64(time.Millisecond)
+			if clip {
+				d = max(0, d)
+			}
+			ds = append(ds, d)
 		}
 	}
-	if len(ds) == 0 {
-		return 0, 0
-	}
 	slices.Sort(ds)
-	return ds[len(ds)/2], ds[min(len(ds)-1, len(ds)*99/100)]
+	return ds
+}
+
+// percentile returns the p-th percentile of sorted ds (0 when empty).
+func percentile(ds []float64, p int) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	return ds[min(len(ds)-1, len(ds)*p/100)]
 }
 
 // checkReceipts checks that every stream stayed open, so that no

@@ -44,21 +44,21 @@ func podsConfig(ns string) string {
 }
 
 // startInformerd runs bin with config against c and waits until it is ready.
-// It serves gRPC and the Kubernetes API. Limits are lifted: every benchmark
-// client is the same anonymous identity.
+// It serves gRPC and the Kubernetes API, its limits lifted (unlimited).
 func startInformerd(bin string, c *cluster, dir, config string) (*daemon, error) {
 	cfgFile := filepath.Join(dir, "informerd.yaml")
 	if err := os.WriteFile(cfgFile, []byte(config), 0o600); err != nil {
 		return nil, err
 	}
-	kubeAddr, err := testenv.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	td, err := testenv.StartDaemon(bin, cfgFile, c.kubeconfig, "--kube-api-address="+kubeAddr,
-		"--max-watches=100000", "--max-watches-per-identity=100000", "--watch-rate=1000000", "--watch-burst=1000000",
-		"--list-rate=1000000", "--list-burst=1000000",
-		"--max-streams-per-connection=100000")
+	var kubeAddr string
+	td, err := startDaemon(func() (*testenv.Daemon, error) {
+		var err error
+		if kubeAddr, err = testenv.FreeAddr(); err != nil {
+			return nil, err
+		}
+		args := append([]string{"--kube-api-address=" + kubeAddr}, unlimited...)
+		return testenv.StartDaemon(bin, cfgFile, c.kubeconfig, append(args, informerdArgs...)...)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +77,46 @@ func startInformerd(bin string, c *cluster, dir, config string) (*daemon, error)
 	}
 	d.client = pb.NewCacheServiceClient(d.conn)
 	return d, nil
+}
+
+// informerdArgs are -informerd-args: flags added to every informerd the
+// harness starts over kube-apiserver, after its own (a later flag wins), to
+// measure a setting against the defaults.
+var informerdArgs []string
+
+// unlimited lifts informerd's limits: every benchmark client is the same
+// anonymous identity.
+var unlimited = []string{"--max-watches=100000", "--max-watches-per-identity=100000", "--watch-rate=1000000", "--watch-burst=1000000",
+	"--list-rate=1000000", "--list-burst=1000000", "--max-streams-per-connection=100000"}
+
+// startDaemon calls start, again (three tries in all) while it fails:
+// testenv picks free ports that informerd binds only once it runs, and on
+// a machine shared with other tests another process may bind one first
+// (informerd then exits: "address already in use").
+func startDaemon(start func() (*testenv.Daemon, error)) (*testenv.Daemon, error) {
+	var err error
+	for try := 1; try <= 3; try++ {
+		var td *testenv.Daemon
+		if td, err = start(); err == nil {
+			return td, nil
+		}
+		logf("informerd did not start (try %d of 3): %v", try, err)
+	}
+	return nil, err
+}
+
+// startLeaf runs bin as a leaf informerd over the informerd at upstream
+// (--upstream-informerd), with the configuration file cfgFile and env added
+// to its environment, and waits until it has synced its part. It serves
+// gRPC only (a leaf has no Kubernetes API) and has no kubeconfig.
+func startLeaf(bin, cfgFile, upstream string, env ...string) (*daemon, error) {
+	td, err := startDaemon(func() (*testenv.Daemon, error) {
+		return testenv.StartDaemonEnv(bin, cfgFile, "", env, append([]string{"--upstream-informerd=" + upstream}, unlimited...)...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &daemon{Daemon: td, pid: td.PID(), grpcAddr: td.GRPCAddr, metricsURL: "http://" + td.MetricsAddr + "/metrics"}, nil
 }
 
 // writeKubeconfig writes a kubeconfig for server with no credentials: all

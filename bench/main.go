@@ -5,7 +5,7 @@
 //
 //	go run ./bench -mode=short -out=docs/benchmarks/short
 //
-// Modes: smoke (seconds of each scenario, for make test), short (about 12
+// Modes: smoke (seconds of each scenario, for make test), short (about 16
 // minutes on 2 cores), full (the sizes). Its child processes —
 // bench/informer, bench/thin and bench/floor, each linking only what it
 // needs — are built and run so each is measured alone.
@@ -38,10 +38,14 @@ type bench struct {
 	phaseTime   time.Duration
 	pacedTime   time.Duration // the largest fan-out's 100 writes/s phase; 0: phaseTime
 	memorySizes []int
-	sidecars    []int
-	lists       int
-	relistPods  int // pods in the relist scenario's namespace
-	relistN     int // watchers or informers in the relist scenario
+	// memorySettle: how long the memory scenario lets a process settle
+	// after its sync, churn or relist before it reads its memory;
+	// memoryChurn: how long it writes at 100 writes/s.
+	memorySettle, memoryChurn time.Duration
+	sidecars                  []int
+	lists                     int
+	relistPods                int // pods in the relist scenario's namespace
+	relistN                   int // watchers or informers in the relist scenario
 	// relistSettle: how long after kube-apiserver's restart the relist
 	// scenario waits for clients to recover before it reads the counters.
 	relistSettle time.Duration
@@ -59,15 +63,24 @@ type bench struct {
 	profileDir        string // where to write CPU profiles of the largest fan-out
 	cluster           *cluster
 	informerd         *daemon
+
+	// The tiers scenario: nodes (a leaf each), watchers per node, the pods
+	// of its namespace (spread over the nodes), and how long each of its
+	// phases writes at 100 writes/s.
+	tiersNodes, tiersPerNode, tiersPods int
+	tiersPhase                          time.Duration
 }
 
 var modes = map[string]bench{
-	"smoke": {runs: 1, pods: 300, nodes: 10, watchers: []int{10}, phaseTime: 2 * time.Second, memorySizes: []int{300}, sidecars: []int{2}, lists: 20, relistPods: 50, relistN: 10, relistSettle: 10 * time.Second,
-		restartPods: []int{300}, restartN: 10, restartPreWrites: 10, restartDownWrites: 20, restartPhase: 2 * time.Second},
-	"short": {runs: 3, pods: 2000, nodes: 100, watchers: []int{1000}, phaseTime: 5 * time.Second, memorySizes: []int{2000}, sidecars: []int{10, 50}, lists: 200, relistPods: 200, relistN: 200, relistSettle: 10 * time.Second,
-		restartPods: []int{2000}, restartN: 200, restartPreWrites: 50, restartDownWrites: 100, restartPhase: 10 * time.Second},
-	"full": {runs: 3, pods: 10000, nodes: 100, watchers: []int{10, 100, 1000}, phaseTime: 15 * time.Second, pacedTime: time.Minute, memorySizes: []int{10000, 50000}, sidecars: []int{10, 50}, lists: 1000, relistPods: 500, relistN: 1000, relistSettle: 30 * time.Second,
-		restartPods: []int{10000, 50000}, restartN: 1000, restartPreWrites: 50, restartDownWrites: 100, restartPhase: 20 * time.Second},
+	"smoke": {runs: 1, pods: 300, nodes: 10, watchers: []int{10}, phaseTime: 2 * time.Second, memorySizes: []int{300}, memorySettle: 2 * time.Second, memoryChurn: 2 * time.Second, sidecars: []int{2}, lists: 20, relistPods: 50, relistN: 10, relistSettle: 10 * time.Second,
+		restartPods: []int{300}, restartN: 10, restartPreWrites: 10, restartDownWrites: 20, restartPhase: 2 * time.Second,
+		tiersNodes: 3, tiersPerNode: 5, tiersPods: 60, tiersPhase: 2 * time.Second},
+	"short": {runs: 3, pods: 2000, nodes: 100, watchers: []int{1000}, phaseTime: 5 * time.Second, memorySizes: []int{2000}, memorySettle: 5 * time.Second, memoryChurn: 20 * time.Second, sidecars: []int{10, 50}, lists: 200, relistPods: 200, relistN: 200, relistSettle: 10 * time.Second,
+		restartPods: []int{2000}, restartN: 200, restartPreWrites: 50, restartDownWrites: 100, restartPhase: 10 * time.Second,
+		tiersNodes: 20, tiersPerNode: 50, tiersPods: 1000, tiersPhase: 15 * time.Second},
+	"full": {runs: 3, pods: 10000, nodes: 100, watchers: []int{10, 100, 1000}, phaseTime: 15 * time.Second, pacedTime: time.Minute, memorySizes: []int{10000, 50000}, memorySettle: 5 * time.Second, memoryChurn: time.Minute, sidecars: []int{10, 50}, lists: 1000, relistPods: 500, relistN: 1000, relistSettle: 30 * time.Second,
+		restartPods: []int{10000, 50000}, restartN: 1000, restartPreWrites: 50, restartDownWrites: 100, restartPhase: 20 * time.Second,
+		tiersNodes: 20, tiersPerNode: 50, tiersPods: 10000, tiersPhase: time.Minute},
 }
 
 // largest is the largest watcher count (b.watchers is sorted): its
@@ -86,7 +99,9 @@ func main() {
 	watchers := flag.String("watchers", "", "comma-separated watcher counts for the fan-out and slow scenarios, overriding the mode's")
 	phaseTime := flag.Duration("phase", 0, "how long each fan-out and slow-consumer phase writes (default: the mode's)")
 	pacedTime := flag.Duration("paced-phase", 0, "how long the largest fan-out's 100 writes/s phase writes (default: the mode's, 1m in full mode; -phase otherwise)")
-	only := flag.String("scenarios", "fanout,memory,sidecars,list,slow,relist,restart", "comma-separated scenarios to run")
+	memorySizes := flag.String("memory-sizes", "", "comma-separated pod counts for the memory scenario, overriding the mode's")
+	extra := flag.String("informerd-args", "", "space-separated flags added to each informerd over kube-apiserver, e.g. -informerd-args=--api-server-watch-http2 (the report's command line records them)")
+	only := flag.String("scenarios", "fanout,memory,sidecars,list,slow,relist,restart,tiers", "comma-separated scenarios to run")
 	flag.Parse()
 	b, ok := modes[*mode]
 	if !ok {
@@ -114,21 +129,37 @@ func main() {
 		b.pacedTime = *pacedTime
 	}
 	if *watchers != "" {
-		b.watchers = nil
-		for _, w := range strings.Split(*watchers, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(w))
-			if err != nil || n <= 0 {
-				fmt.Fprintf(os.Stderr, "bench: -watchers %q: want positive numbers\n", *watchers)
-				os.Exit(2)
-			}
-			b.watchers = append(b.watchers, n)
-		}
+		b.watchers = counts("-watchers", *watchers)
 		slices.Sort(b.watchers) // b.largest() is the last
+	}
+	for _, a := range strings.Fields(*extra) {
+		if !strings.HasPrefix(a, "--") {
+			fmt.Fprintf(os.Stderr, "bench: -informerd-args %q: want flags such as --api-server-watch-http2, each starting with --\n", *extra)
+			os.Exit(2)
+		}
+		informerdArgs = append(informerdArgs, a)
+	}
+	if *memorySizes != "" {
+		b.memorySizes = counts("-memory-sizes", *memorySizes)
 	}
 	if err := run(&b, *out, strings.Split(*only, ",")); err != nil {
 		logf("FAILED: %v", err)
 		os.Exit(1)
 	}
+}
+
+// counts parses a flag's comma-separated positive numbers, or exits.
+func counts(flagName, value string) []int {
+	var out []int
+	for _, w := range strings.Split(value, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(w))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: %s %q: want positive numbers\n", flagName, value)
+			os.Exit(2)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func run(b *bench, out string, only []string) error {
@@ -155,7 +186,7 @@ func run(b *bench, out string, only []string) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build informerd (run from the repository root): %w", err)
 	}
-	for _, name := range []string{"informer", "thin", "floor"} {
+	for _, name := range []string{"informer", "thin", "floor", "reader"} {
 		childBins[name] = filepath.Join(b.dir, name)
 		build := exec.Command("go", "build", "-o", childBins[name], "./bench/"+name)
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -180,7 +211,7 @@ func run(b *bench, out string, only []string) error {
 	scenarios := []struct {
 		name string
 		run  func(context.Context, *bench) (Scenario, error)
-	}{{"fanout", fanOut}, {"memory", memory}, {"sidecars", sidecars}, {"list", listByIndex}, {"slow", slowConsumers}, {"relist", relist}, {"restart", restart}}
+	}{{"fanout", fanOut}, {"memory", memory}, {"sidecars", sidecars}, {"list", listByIndex}, {"slow", slowConsumers}, {"relist", relist}, {"restart", restart}, {"tiers", tiers}}
 	for _, sc := range scenarios {
 		if !contains(only, sc.name) {
 			continue

@@ -33,6 +33,13 @@ func rssBytes(pid int) (uint64, error) { return procStatusBytes(pid, "VmRSS") }
 // since it started (VmHWM).
 func peakRSSBytes(pid int) (uint64, error) { return procStatusBytes(pid, "VmHWM") }
 
+// resetPeakRSS sets a process's VmHWM back to its current RSS (writing 5
+// to /proc/<pid>/clear_refs, Linux 4.0 and later), so that peakRSSBytes
+// reads the peak since now.
+func resetPeakRSS(pid int) error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
+}
+
 // procStatusBytes reads a "<field>: N kB" line of /proc/<pid>/status.
 func procStatusBytes(pid int, field string) (uint64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))

@@ -128,16 +128,34 @@ func (t *table) rows() []Row {
 // find returns the median of column in the row whose labels include all of
 // match, and whether there is one.
 func (s *Scenario) find(column string, match ...Label) (float64, bool) {
+	if st, ok := s.stat(column, match...); ok {
+		return st.Median, true
+	}
+	return 0, false
+}
+
+// stat returns the Stat of column in the row whose labels include all of
+// match, and whether there is one.
+func (s *Scenario) stat(column string, match ...Label) (*Stat, bool) {
 	for _, r := range s.Rows {
 		ok := true
 		for _, m := range match {
 			ok = ok && slices.Contains(r.Labels, m)
 		}
 		if st, has := r.Values[column]; ok && has {
-			return st.Median, true
+			return st, true
 		}
 	}
-	return 0, false
+	return nil, false
+}
+
+// ratios prints each run's values as ratios: "1.21×, 1.34×, 1.30×".
+func (st *Stat) ratios() string {
+	parts := make([]string, len(st.Runs))
+	for i, v := range st.Runs {
+		parts[i] = fmt.Sprintf("%.2f×", v)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (r *Report) write(dir string) error {

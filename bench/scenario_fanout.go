@@ -18,10 +18,14 @@ import (
 )
 
 // quiesce waits until w has received nothing new for 500ms (at most 60s).
-func quiesce(w *watchers) {
+func quiesce(w *watchers) { settle(w.received.Load) }
+
+// settle waits until received, a count of events received, has not grown
+// for 500ms (at most 60s).
+func settle(received func() int64) {
 	last, still := int64(-1), time.Now()
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		n := w.received.Load()
+		n := received()
 		if n != last {
 			last, still = n, time.Now()
 		} else if time.Since(still) > 500*time.Millisecond {
@@ -33,6 +37,51 @@ func quiesce(w *watchers) {
 type phase struct {
 	name string
 	rate float64 // writes per second; 0: as fast as the API server takes them
+}
+
+// ingestRef is a process that ingests the fan-out's writes beside
+// informerd, for reference.
+type ingestRef struct {
+	name string
+	c    *child
+}
+
+type ingestRefs []ingestRef
+
+func (rs ingestRefs) pids() []int {
+	var out []int
+	for _, r := range rs {
+		out = append(out, r.c.pid())
+	}
+	return out
+}
+
+func (rs ingestRefs) stop() {
+	for _, r := range rs {
+		r.c.stop()
+	}
+}
+
+// ingestReferences starts a client-go informer on the fan-out's pods and
+// the floor's reader (bench/reader).
+func ingestReferences(b *bench) (ingestRefs, error) {
+	var refs ingestRefs
+	for _, r := range []struct{ name, child string }{
+		{"client-go informer (managedFields stripped)", "informer"},
+		{"reader (reads the watch, decodes nothing)", "reader"},
+	} {
+		args := []string{"--kubeconfig=" + b.cluster.kubeconfig, "--namespace=" + b.ns}
+		if r.child == "informer" {
+			args = append(args, "--strip-managed-fields=true")
+		}
+		c, err := startChild(r.child, args...)
+		if err != nil {
+			refs.stop()
+			return nil, err
+		}
+		refs = append(refs, ingestRef{r.name, c})
+	}
+	return refs, nil
 }
 
 // pacedNote is the results note's words for a paced phase longer than the others.
@@ -62,8 +111,9 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 		Name:    "fanout",
 		Title:   "1. Watch fan-out",
 		Plot:    "events/serving-CPU-s",
-		Columns: []string{"writes/s", "delivered/s", "server CPU-s per 1k delivered", "events/CPU-s", "serving CPU-s per 1k delivered", "events/serving-CPU-s", "profiled serving %", "events/profiled-serving-CPU-s", "GC %", "serving allocs %", "events/profiled-serving-CPU-s with GC", "kube-apiserver CPU-s per 1k delivered", "p50 ms", "p99 ms"},
+		Columns: []string{"writes/s", "ingest CPU-µs per write", "delivered/s", "server CPU-s per 1k delivered", "events/CPU-s", "serving CPU-s per 1k delivered", "events/serving-CPU-s", "profiled serving %", "events/profiled-serving-CPU-s", "GC %", "serving allocs %", "events/profiled-serving-CPU-s with GC", "kube-apiserver CPU-s per 1k delivered", "p50 ms", "p99 ms"},
 	}
+	s.Columns = append(s.Columns, projectionColumns...)
 	t := newTable()
 	phases := []phase{{"100/s", 100}, {"max", 0}}
 	for run := range b.runs {
@@ -72,22 +122,41 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 		// runs with watchers, it leaves its cost of serving them, measured
 		// as kube-apiserver's is (its CPU minus its cost per write).
 		ingest := map[string]float64{}
+		// Beside it, ingesting the same writes: a client-go informer on
+		// the pods (managedFields stripped, as informerd's), and the floor,
+		// a process that only reads the watch.
+		refs, err := ingestReferences(b)
+		if err != nil {
+			return s, err
+		}
 		for _, ph := range phases {
-			m := meterCPU(b.informerd.pid)
+			profiles := b.profilePhase(0, ph, b.phaseTime, "informerd", pprofHTTP(b.informerd.metricsURL), informerdServing)
+			m := meterCPU(append([]int{b.informerd.pid}, refs.pids()...)...)
 			acks, err := churn(ctx, b.cluster, b.ns, b.pods, b.nodes, ph.rate, b.phaseTime)
 			if err != nil {
 				return s, err
 			}
 			time.Sleep(500 * time.Millisecond) // as quiesce's least wait
 			cpu, _ := m.stop()
+			prof := profiles()
 			ingest[ph.name] = cpu[0] / float64(max(1, len(acks)))
 			labels := []Label{{"variant", "informerd"}, {"watchers", "0"}, {"phase", ph.name}}
 			t.add(labels, "writes/s", float64(len(acks))/b.phaseTime.Seconds())
+			if !math.IsNaN(prof.gc) {
+				t.add(labels, "GC %", 100*prof.gc)
+			}
+			t.add(labels, "ingest CPU-µs per write", 1e6*ingest[ph.name])
 			logf("run %d, no watchers, %s, informerd: %.0f writes/s, %.3f CPU-ms per write", run+1, ph.name, float64(len(acks))/b.phaseTime.Seconds(), 1000*ingest[ph.name])
+			for i, r := range refs {
+				perWrite := cpu[1+i] / float64(max(1, len(acks)))
+				t.add([]Label{{"variant", r.name}, {"watchers", "0"}, {"phase", ph.name}}, "ingest CPU-µs per write", 1e6*perWrite)
+				logf("run %d, no watchers, %s, %s: %.3f CPU-ms per write", run+1, ph.name, r.name, 1000*perWrite)
+			}
 		}
+		refs.stop()
 		for _, n := range b.watchers {
 			// (a) informerd over gRPC.
-			w, err := grpcWatchers(ctx, b.informerd.grpcAddr, n, b.nodes, nil, 0)
+			w, err := grpcWatchers(ctx, b.informerd.grpcAddr, n, b.nodes, nil, 0, nil)
 			if err != nil {
 				return s, err
 			}
@@ -169,7 +238,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 			if err != nil {
 				return s, err
 			}
-			w, err = grpcWatchers(ctx, addr, n, b.nodes, nil, 0)
+			w, err = grpcWatchers(ctx, addr, n, b.nodes, nil, 0, nil)
 			if err != nil {
 				floor.stop()
 				return s, err
@@ -208,6 +277,9 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 			}
 			w.close()
 			floor.stop()
+		}
+		if err := b.projectedFanOut(ctx, t); err != nil {
+			return s, err
 		}
 	}
 	s.Rows = t.rows()
@@ -253,15 +325,18 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 		s.Goals = append(s.Goals, Goal{Name: "CPU per delivered event, informerd / bare grpc-go floor (" + nmax + " watchers, max churn)", Target: "≤ 1.5×",
 			Measured: r, Met: r <= 1.5, Detail: fmt.Sprintf("%.2f× (%.3f vs %.3f CPU-s per 1k)", r, infC, flC)})
 	}
+	s.Goals = append(s.Goals, projectedFanOutGoals(&s, b)...)
 	s.Notes = append(s.Notes,
 		fmt.Sprintf("%d pods over %d nodes; watcher i watches node i mod %d, a connection per %d watchers for every server but informerd's Kubernetes API (below); each phase writes for %v%s (merge patches of one annotation on random pods; `max` = 16 writers as fast as kube-apiserver acknowledges).", b.pods, b.nodes, b.nodes, watchesPerConn, b.phaseTime, pacedNote(b)),
 		"server CPU: the whole process serving the watchers (for kube-apiserver, its writes included); the floor's process for the floor, which pushes pre-encoded bytes at the write rate informerd saw. Measured over the phase and until deliveries stop.",
+		"ingest CPU-µs per write (rows with 0 watchers): each process's CPU over the phase divided by the writes, from /proc, for informerd (its whole process, no watcher connected), a client-go pod informer on the same namespace with managedFields stripped (bench/informer: typed decoding, its own cache, one handler), and the reader (bench/reader): a Go process that reads the same watch over the same transport as informerd (HTTP/1.1 over TLS) and drops each line, the floor under any cache's ingest on this machine. The three run at once, woken by the same writes. At 100 writes/s each event wakes an idle process, and the reader's figure is mostly that wake-up.",
 		"serving CPU: the server's CPU minus its CPU per write times the writes, i.e. its cost of serving the N watches. For kube-apiserver, the CPU per write is its own in the informerd run of the same phase (writes plus informerd's one watch), with its `max` phase writing at the rate informerd's achieved so that the same writes are subtracted; writes cost it far more than serving, so this is a difference of two large totals and its spread is wide. For informerd, the CPU per write is its own with no watcher connected (the rows with 0 watchers, measured once per run and phase): its cost of ingesting the writes. The floor ingests nothing, so all its CPU is serving.",
 		"profiled serving: a CPU profile of informerd and of kube-apiserver over each phase's writes; the share of its CPU time in samples whose stack holds watch-serving code (informerd: the Watch handler, the fan-out hub, grpc's connection writer; kube-apiserver: the watch handler, the watch cache's per-watcher work and dispatch, the HTTP/2 connection writer, which also carries the writes' small responses), applied to the process's CPU. The garbage collector's own goroutines are left out of both, so both are lower bounds; the ratio is not poorly conditioned as the subtraction is.",
 		"with GC: the profiled serving share plus the garbage collector's share of CPU (its mark, sweep and scavenge goroutines: GC %) times the share of the bytes the server allocated during the phase in serving code (serving allocs %, from an allocation profile over the same writes): the collector's work is caused by what is allocated.",
 		"informerd Kubernetes API: the same informerd serving the same watchers on its Kubernetes API (`--kube-api-address`, plain HTTP on loopback, `--auth-mode none`) to unmodified client-go pod informers, one SharedInformerFactory per watcher with `fieldSelector=spec.nodeName=<its node>`, in the harness's process (so, unlike the other watchers, which read only each event's resourceVersion, they decode every pod, on the same cores). Over plain HTTP client-go speaks HTTP/1.1, so each watch has a connection of its own. Its `max` phase writes at the rate informerd's gRPC run achieved, as kube-apiserver's does; its serving CPU subtracts the same no-watcher ingest cost; its profiled serving code is the Kubernetes API's watch handler (which also writes to the connection, over HTTP/1.1) and the fan-out hub. Its ratios to kube-apiserver are reported with no target.",
 		"delay: from the write's acknowledgement to each watcher's receipt (an event that arrives before the acknowledgement counts as 0); for the floor, from generation.",
-		"All processes (etcd, kube-apiserver, informerd, the clients) share the machine's cores, so absolute rates are bounded by it; compare within a row group.")
+		"All processes (etcd, kube-apiserver, informerd, the clients) share the machine's cores, so absolute rates are bounded by it; compare within a row group.",
+		projectedFanOutNote(b))
 	return s, nil
 }
 
@@ -376,7 +451,7 @@ func (b *bench) profilePhase(n int, ph phase, d time.Duration, name string, fetc
 				out <- nan
 				return
 			}
-			if b.profileDir != "" && n == b.largest() {
+			if b.profileDir != "" && (n == b.largest() || n == 0) {
 				phase := strings.ReplaceAll(ph.name, "/", "per") // "100/s" is "100pers"
 				file := fmt.Sprintf("%s-%dwatchers-%s.pprof", name, n, phase)
 				if kind != "profile" {

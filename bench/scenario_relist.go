@@ -40,7 +40,7 @@ func relist(ctx context.Context, b *bench) (Scenario, error) {
 	defer d.stop()
 	for run := range b.runs {
 		// informerd with n watchers.
-		w, err := grpcWatchers(ctx, d.grpcAddr, n, b.nodes, nil, 0)
+		w, err := grpcWatchers(ctx, d.grpcAddr, n, b.nodes, nil, 0, nil)
 		if err != nil {
 			return s, err
 		}

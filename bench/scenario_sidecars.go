@@ -9,26 +9,49 @@ import (
 
 // sidecars is scenario 3: N processes each running their own client-go pod
 // informer, against N thin gRPC clients of one informerd, and against N
-// unmodified client-go informers pointed at one informerd's Kubernetes API.
+// unmodified client-go informers pointed at one informerd's Kubernetes API;
+// then, at the largest N, thin clients watching whole pods against thin
+// clients watching a projection of them, under churn.
 func sidecars(ctx context.Context, b *bench) (Scenario, error) {
 	s := Scenario{
-		Name:    "sidecars",
-		Title:   "3. N sidecars",
-		Plot:    "total RSS MiB",
-		Columns: []string{"total RSS MiB", "kube-apiserver CPU-s to start", "pod watches at kube-apiserver"},
+		Name:  "sidecars",
+		Title: "3. N sidecars",
+		Plot:  "total RSS MiB",
+		Columns: append(append([]string{"total RSS MiB", "kube-apiserver CPU-s to start", "pod watches at kube-apiserver"},
+			projectionColumns...), "clients' RSS MiB"),
 	}
 	t := newTable()
+	if err := b.sidecarSetups(ctx, t); err != nil {
+		return s, err
+	}
+	if err := b.projectedSidecars(ctx, t); err != nil {
+		return s, err
+	}
+	s.Rows = t.rows()
+	s.Goals = append(sidecarGoals(&s, b), projectedSidecarGoals(&s, b)...)
+	s.Notes = append(s.Notes,
+		fmt.Sprintf("Each client caches or watches the pods of %s (%d pods); an informer process strips managedFields (the kindest comparison for client-go); a thin client lists its node's pods by index and watches them.", b.ns, b.pods),
+		"client-go informers on informerd's Kubernetes API: the same informer processes, unmodified, with a kubeconfig whose server is informerd's `--kube-api-address` (plain HTTP on loopback, no credentials, `--auth-mode none`): each lists and watches all the pods through informerd and caches them itself (informerd serves them without managedFields already).",
+		"total RSS: the sum of /proc VmRSS over every process of the setup, informerd included.",
+		"watches: the rise of kube-apiserver's apiserver_longrunning_requests{verb=\"WATCH\",resource=\"pods\"} while the clients run, plus informerd's own watch for the informerd setups.")
+	s.Notes = append(s.Notes, projectedSidecarNotes(b)...)
+	return s, nil
+}
+
+// sidecarSetups measures the N sidecars of each setup, for each N, with
+// no churn.
+func (b *bench) sidecarSetups(ctx context.Context, t *table) error {
 	// A fresh informerd for each setup that uses one: the shared one
 	// carries the fan-out scenario's churn in its history and its peak
 	// RSS, and the informers' lists on the Kubernetes API leave theirs.
 	d, err := startInformerd(b.informerdBin, b.cluster, b.dir, podsConfig(b.ns))
 	if err != nil {
-		return s, err
+		return err
 	}
 	defer d.stop()
 	dk, err := startInformerd(b.informerdBin, b.cluster, b.dir, podsConfig(b.ns))
 	if err != nil {
-		return s, err
+		return err
 	}
 	defer dk.stop()
 	informer := func(kubeconfig string) func(int) []string {
@@ -48,13 +71,19 @@ func sidecars(ctx context.Context, b *bench) (Scenario, error) {
 		for _, n := range b.sidecars {
 			for _, setup := range setups {
 				if err := b.measureSidecars(ctx, t, n, setup); err != nil {
-					return s, fmt.Errorf("%d sidecars, %s: %w", n, setup.label, err)
+					return fmt.Errorf("%d sidecars, %s: %w", n, setup.label, err)
 				}
 			}
 			logf("run %d, %d sidecars measured", run+1, n)
 		}
 	}
-	s.Rows = t.rows()
+	return nil
+}
+
+// sidecarGoals are the goals of the setups with no churn: total memory
+// against an informer per process, and kube-apiserver's pod watches.
+func sidecarGoals(s *Scenario, b *bench) []Goal {
+	var goals []Goal
 	n := strconv.Itoa(b.sidecars[len(b.sidecars)-1])
 	cg, ok := s.find("total RSS MiB", Label{"clients", directInformers}, Label{"N", n})
 	for _, c := range []struct {
@@ -74,7 +103,7 @@ func sidecars(ctx context.Context, b *bench) (Scenario, error) {
 			if c.met != nil {
 				g.Met = c.met(r)
 			}
-			s.Goals = append(s.Goals, g)
+			goals = append(goals, g)
 		}
 	}
 	for _, size := range b.sidecars {
@@ -82,17 +111,12 @@ func sidecars(ctx context.Context, b *bench) (Scenario, error) {
 		for _, c := range []struct{ label, via string }{{thinClients, "informerd"}, {kubeAPIInformers, "informerd's Kubernetes API"}} {
 			w, ok := s.find("pod watches at kube-apiserver", Label{"clients", c.label}, Label{"N", n})
 			if ok {
-				s.Goals = append(s.Goals, Goal{Name: "pod watches at kube-apiserver with " + c.via + " (N=" + n + ")", Target: "1",
+				goals = append(goals, Goal{Name: "pod watches at kube-apiserver with " + c.via + " (N=" + n + ")", Target: "1",
 					Measured: w, Met: w == 1, Detail: fmt.Sprintf("%.0f", w)})
 			}
 		}
 	}
-	s.Notes = append(s.Notes,
-		fmt.Sprintf("Each client caches or watches the pods of %s (%d pods); an informer process strips managedFields (the kindest comparison for client-go); a thin client lists its node's pods by index and watches them.", b.ns, b.pods),
-		"client-go informers on informerd's Kubernetes API: the same informer processes, unmodified, with a kubeconfig whose server is informerd's `--kube-api-address` (plain HTTP on loopback, no credentials, `--auth-mode none`): each lists and watches all the pods through informerd and caches them itself (informerd serves them without managedFields already).",
-		"total RSS: the sum of /proc VmRSS over every process of the setup, informerd included.",
-		"watches: the rise of kube-apiserver's apiserver_longrunning_requests{verb=\"WATCH\",resource=\"pods\"} while the clients run, plus informerd's own watch for the informerd setups.")
-	return s, nil
+	return goals
 }
 
 // The sidecars scenario's setups, by their rows' label.
@@ -153,7 +177,7 @@ func (b *bench) measureSidecars(ctx context.Context, t *table, n int, setup side
 	if err != nil {
 		return err
 	}
-	labels := []Label{{"clients", setup.label}, {"N", strconv.Itoa(n)}}
+	labels := []Label{{"clients", setup.label}, {"N", strconv.Itoa(n)}, {"churn", noChurn}}
 	t.add(labels, "total RSS MiB", rss/(1<<20))
 	t.add(labels, "kube-apiserver CPU-s to start", cpu[0])
 	// Plus any the clients added: none, with informerd.

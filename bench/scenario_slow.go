@@ -44,13 +44,13 @@ func slowConsumers(ctx context.Context, b *bench) (Scenario, error) {
 				variant = "1% slow (a tenth of the speed)"
 				pick = isFast
 			}
-			fast, err := grpcWatchers(ctx, b.informerd.grpcAddr, n, b.nodes, pick, 0)
+			fast, err := grpcWatchers(ctx, b.informerd.grpcAddr, n, b.nodes, pick, 0, nil)
 			if err != nil {
 				return s, err
 			}
 			slow := &watchers{cancel: func() {}}
 			if withSlow {
-				slow, err = grpcWatchers(ctx, b.informerd.grpcAddr, n, b.nodes, isSlow, pause,
+				slow, err = grpcWatchers(ctx, b.informerd.grpcAddr, n, b.nodes, isSlow, pause, nil,
 					grpc.WithStaticStreamWindowSize(slowWindow), grpc.WithStaticConnWindowSize(slowWindow))
 				if err != nil {
 					fast.close()

@@ -72,7 +72,10 @@ func TestManifests(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("install the Prometheus Operator CRDs from deploy/testdata/crds: %v", err)
 	}
-	for _, dir := range []string{"base", "examples/sidecar", "examples/kube-api-sidecar", "examples/shared-client", "examples/shared-statefulset", "monitoring"} {
+	// The tiered example's leaf config names ${NODE_NAME}, which its
+	// DaemonSet sets from the downward API.
+	t.Setenv("NODE_NAME", "node-1")
+	for _, dir := range []string{"base", "examples/sidecar", "examples/kube-api-sidecar", "examples/shared-client", "examples/shared-statefulset", "examples/tiered", "monitoring"} {
 		t.Run(dir, func(t *testing.T) {
 			objs := render(t, dir)
 			client := dynamic.NewForConfigOrDie(env.Config)
@@ -271,12 +274,7 @@ func TestKubeAPISidecar(t *testing.T) {
 	}
 	informerd, app := pod.InitContainers[0], pod.Containers[0]
 
-	o := daemon.NewOptions()
-	fs := flag.NewFlagSet("informerd", flag.ContinueOnError)
-	o.AddFlags(fs)
-	if err := fs.Parse(informerd.Args); err != nil {
-		t.Fatalf("informerd's args: %v", err)
-	}
+	o := parseArgs(t, informerd.Args)
 	data, _, _ := unstructured.NestedString(cfg.Object, "data", "config.yaml")
 	c, err := config.Parse([]byte(data))
 	if err != nil {
@@ -390,12 +388,7 @@ func TestStateDir(t *testing.T) {
 			if !ok {
 				t.Fatal("no informerd container")
 			}
-			o := daemon.NewOptions()
-			fs := flag.NewFlagSet("informerd", flag.ContinueOnError)
-			o.AddFlags(fs)
-			if err := fs.Parse(informerd.Args); err != nil {
-				t.Fatalf("informerd's args: %v", err)
-			}
+			o := parseArgs(t, informerd.Args)
 			o.Config = cfg
 			if err := o.Validate(); err != nil {
 				t.Errorf("informerd refuses its args: %v", err)
@@ -509,6 +502,18 @@ func checkLikeBase(t *testing.T, s appsv1.StatefulSet) {
 	if !equality.Semantic.DeepEqual(*got, dep.Spec.Template) {
 		t.Errorf("the StatefulSet's pod template, but for the state, is not the base Deployment's: update deploy/examples/shared-statefulset/statefulset.yaml with deploy/base/deployment.yaml (-StatefulSet +Deployment):\n%s", diff.Diff(*got, dep.Spec.Template))
 	}
+}
+
+// parseArgs parses a container's args as informerd's flags.
+func parseArgs(t *testing.T, args []string) daemon.Options {
+	t.Helper()
+	o := daemon.NewOptions()
+	fs := flag.NewFlagSet("informerd", flag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("informerd's args: %v", err)
+	}
+	return o
 }
 
 // informerdContainer returns the container named informerd, a native

@@ -45,6 +45,7 @@ fi
 
 root=$(pwd)
 start=$(date +%s)
+flaked=0
 for t in "${targets[@]}"; do
 	read -r pkg name dir <<<"$t"
 	rel=${dir#"$root"/}
@@ -57,6 +58,14 @@ for t in "${targets[@]}"; do
 			echo "  reproduce: go test -run='^${name}/$(basename "$input")\$' ./${rel}"
 			echo "  Commit ${rel}/${input} as a regression seed with the fix (or report it),"
 			echo "  so that every go test run keeps checking it."
+		elif grep -q '^    context deadline exceeded$' "$log" && go test -count=1 -run="^${name}\$" "${pkg}" >/dev/null 2>&1; then
+			# Go 1.26's fuzzing coordinator can report its own -fuzztime
+			# deadline as a failure when a worker is mid-call as it expires
+			# (golang/go#75804, fixed in Go 1.27): no input failed, and the
+			# seeds pass when run again, so this is not the target's failure.
+			echo "fuzz.sh: ${name}: Go's fuzzing deadline race (golang/go#75804), not a failing input; its seeds pass, going on"
+			flaked=$((flaked + 1))
+			continue
 		else
 			echo "fuzz.sh: ${name} failed, and no new input was written: the build or an"
 			echo "  existing seed (f.Add or ${rel}/testdata/fuzz/${name}/) fails; see above."
@@ -64,4 +73,4 @@ for t in "${targets[@]}"; do
 		exit 1
 	fi
 done
-echo "fuzz.sh: ${#targets[@]} targets passed, ${fuzztime} each, in $(($(date +%s) - start))s"
+echo "fuzz.sh: ${#targets[@]} targets passed (${flaked} stopped by golang/go#75804), ${fuzztime} each, in $(($(date +%s) - start))s"

@@ -29,7 +29,7 @@ func main() { runInformerChild(os.Args[1:]) }
 // --count many, each with its own watch (a fleet of sidecars in one
 // process). After its ready line, each "count" line on stdin is answered
 // with the number of event handler notifications since the informers
-// synced.
+// synced, and each "heap" line with the heap live after a forced GC.
 func runInformerChild(args []string) {
 	fs := flag.NewFlagSet("informer", flag.ExitOnError)
 	kubeconfig := fs.String("kubeconfig", "", "")
@@ -86,8 +86,11 @@ func runInformerChild(args []string) {
 	childproc.Announce(childproc.Report{HeapLive: childproc.LiveHeap(), Objects: len(infs[0].GetStore().ListKeys())})
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
-		if in.Text() == "count" {
+		switch in.Text() {
+		case "count":
 			fmt.Println(notified.Load())
+		case "heap":
+			fmt.Println(childproc.LiveHeap())
 		}
 	}
 }

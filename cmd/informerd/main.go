@@ -28,7 +28,7 @@ func main() {
 		os.Exit(2)
 	}
 	if o.ValidateConfig != "" {
-		os.Exit(validate(o.ValidateConfig, o.Kubeconfig))
+		os.Exit(validate(o.ValidateConfig, o.Kubeconfig, o.Upstream))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -45,6 +45,7 @@ func run(ctx context.Context, o daemon.Options, log *slog.Logger) error {
 		return err
 	}
 	d.InstallClientGoMetrics()
+	d.TuneRuntime()
 	return d.Run(ctx)
 }
 

@@ -7,8 +7,11 @@ client should follow.
 It imports the modules protoc generates from api/proto/informerd/v1/cache.proto
 (see README.md): put the folder they were generated into on PYTHONPATH.
 
-Usage: client.py [--ca-file F] [--token-file F] ADDRESS RESOURCE NAMESPACE EVENTS
+Usage: client.py [--ca-file F] [--token-file F] [--fields PATHS] ADDRESS RESOURCE NAMESPACE EVENTS
   Prints one JSON line per step; stops after EVENTS watch events.
+  --fields, comma-separated paths such as metadata.labels,status.podIP, is a
+  field mask: list, get and watch return only those fields of each object
+  (printed with each event), and the watch sends no change to other fields.
   With RESUME_AFTER=n in the environment it drops the stream after n events
   and resumes, to show (and test) that nothing is lost.
 """
@@ -16,10 +19,12 @@ Usage: client.py [--ca-file F] [--token-file F] ADDRESS RESOURCE NAMESPACE EVENT
 import argparse
 import json
 import os
+import re
 import sys
 import time
 
 import grpc
+from google.protobuf import field_mask_pb2
 
 try:
     from informerd.v1 import cache_pb2 as pb
@@ -42,7 +47,7 @@ class TooOld(Exception):
 
 
 class Client:
-    def __init__(self, address, ca_file=None, token_file=None):
+    def __init__(self, address, ca_file=None, token_file=None, fields=None):
         if ca_file:
             with open(ca_file, "rb") as f:
                 channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(root_certificates=f.read()))
@@ -51,6 +56,8 @@ class Client:
         self.channel = channel
         self.stub = pb_grpc.CacheServiceStub(channel)
         self.token_file = token_file
+        # A google.protobuf.FieldMask for every call; None: whole objects.
+        self.fields = field_mask_pb2.FieldMask(paths=fields) if fields else None
 
     def metadata(self):
         # Read the token on every call: the kubelet rotates projected
@@ -65,7 +72,12 @@ class Client:
         objects, token = [], ""
         while True:
             resp = self.stub.List(
-                pb.ListRequest(resource=resource, selector=pb.Selector(namespace=namespace), continue_token=token),
+                pb.ListRequest(
+                    resource=resource,
+                    selector=pb.Selector(namespace=namespace),
+                    continue_token=token,
+                    fields=self.fields,
+                ),
                 metadata=self.metadata(),
             )
             objects.extend(resp.objects)
@@ -74,7 +86,8 @@ class Client:
                 return objects, resp.resource_version
 
     def get(self, resource, namespace, name):
-        return self.stub.Get(pb.GetRequest(resource=resource, namespace=namespace, name=name), metadata=self.metadata()).object
+        req = pb.GetRequest(resource=resource, namespace=namespace, name=name, fields=self.fields)
+        return self.stub.Get(req, metadata=self.metadata()).object
 
     def watch(self, resource, namespace, resource_version, want, resume_after=0):
         """Yields (event, resumed) for up to want events after resource_version,
@@ -87,7 +100,12 @@ class Client:
                     resource=resource,
                     selector=pb.Selector(namespace=namespace),
                     resource_version=last_rv,
+                    # With a mask, bookmarks also carry last_rv past the
+                    # changes it hides: a resume after a long quiet spell
+                    # starts from a recent resourceVersion, still inside
+                    # informerd's history.
                     allow_bookmarks=True,
+                    fields=self.fields,
                 ),
                 metadata=self.metadata(),
             )
@@ -126,6 +144,12 @@ def decode(obj):
     return json.loads(obj.json)
 
 
+def split_fields(s):
+    """The paths of --fields, split at the commas outside backquotes (a name
+    in backquotes may hold dots: metadata.labels.`app.kubernetes.io/name`)."""
+    return [p.strip() for p in re.findall(r"(?:`[^`]*`|[^,])+", s or "") if p.strip()]
+
+
 def main():
     parser = argparse.ArgumentParser(description="List, Get and a resumable Watch against informerd")
     parser.add_argument("address", help="host:port or unix:///path")
@@ -134,16 +158,23 @@ def main():
     parser.add_argument("events", type=int, help="stop after this many watch events")
     parser.add_argument("--ca-file", help="PEM CA bundle: use TLS and verify informerd with it")
     parser.add_argument("--token-file", help="bearer token file (--auth-mode=kubernetes), read on every call")
+    parser.add_argument("--fields", help="only these fields of each object: comma-separated paths, e.g. metadata.labels,status.podIP")
     args = parser.parse_args()
     resume_after = int(os.environ.get("RESUME_AFTER", "0"))
 
-    client = Client(args.address, args.ca_file, args.token_file)
+    fields = split_fields(args.fields)
+    client = Client(args.address, args.ca_file, args.token_file, fields)
+
+    def shown(obj):
+        # With a mask, each event line carries the object as the mask shows it.
+        return {"object": decode(obj)} if fields else {}
+
     try:
         objects, rv = client.list(args.resource, args.namespace)
         emit(step="list", resourceVersion=rv, names=[o.name for o in objects])
         if objects:
             got = client.get(args.resource, objects[0].namespace, objects[0].name)
-            emit(step="get", name=got.name, kind=decode(got)["kind"])
+            emit(step="get", name=got.name, kind=decode(got)["kind"], **shown(got))
         for ev in client.watch(args.resource, args.namespace, rv, args.events, resume_after):
             emit(
                 step="event",
@@ -151,6 +182,7 @@ def main():
                 name=ev.object.name,
                 resourceVersion=ev.resource_version,
                 kind=decode(ev.object)["kind"],
+                **shown(ev.object),
             )
     except TooOld as err:
         sys.exit(f"informerd client: {err}")

@@ -1,12 +1,14 @@
 // Package chaos_test injects real faults on loopback — a cut upstream, a
 // killed kube-apiserver, a compacted etcd, a killed informerd replica, a
 // reconnect storm, stalled clients — while clients watch two informerd
-// replicas, and checks after each that every client's view is exactly the
-// API server's.
+// replicas and two leaf informerds over them (--upstream-informerd, each
+// taking one part), and checks after each that every client's view is
+// exactly the API server's (its part's, for a leaf's client).
 //
 // `make test` runs each fault once in a fixed order. `make chaos` runs a
 // random schedule for CHAOS_DURATION (default 20m) with CHAOS_SEED (printed;
-// set it to replay a failure) and CHAOS_CLIENTS clients (default 1000).
+// set it to replay a failure) and CHAOS_CLIENTS clients (default 1000);
+// both passes add CHAOS_LEAF_CLIENTS clients of the leaves (default 200).
 package chaos_test
 
 import (
@@ -38,14 +40,16 @@ func TestMain(m *testing.M) { testenv.Main(m, &env) }
 const ns = "chaos"
 
 // suite is the system under fault: the API server, two informerd replicas
-// each behind its own fault proxy, a writer and the clients.
+// each behind its own fault proxy, two leaves over the replicas, a writer
+// and the clients.
 type suite struct {
 	t        *testing.T
 	ns       string
 	kube     *kubernetes.Clientset
 	proxies  []*testenv.Proxy
 	replicas []*testenv.Daemon
-	watchers []*watcher
+	leaves   []*testenv.Daemon // one per part
+	watchers []*watcher        // the replicas' clients and the leaves'
 	rng      *rand.Rand
 	log      []string
 	onKilled int // clients on the replica the last replica fault killed
@@ -55,6 +59,9 @@ type suite struct {
 func (s *suite) busiest() (replica, clients int) {
 	counts := make([]int, len(s.replicas))
 	for _, w := range s.watchers {
+		if w.part != "" {
+			continue // a leaf's
+		}
 		w.mu.Lock()
 		counts[w.replica]++
 		w.mu.Unlock()
@@ -83,13 +90,18 @@ type fault struct {
 }
 
 // movement is how counters moved over one fault: summed over both
-// replicas, and over every client.
+// replicas, over both leaves, over the replicas' clients and over the
+// leaves' clients.
 type movement struct {
 	relists, watchStarts, streamsEnded float64
 	clientResumes, clientRelists       int
 	// relistsAfter is the relists counted at the end, not a difference:
 	// after a replica restarts its counters start again.
 	relistsAfter float64
+
+	leafRelists, leafWatchStarts         float64
+	leafClientResumes, leafClientRelists int
+	leafRelistsAfter                     float64 // at the end, as relistsAfter
 }
 
 func atLeast(what string, got, want float64) error {
@@ -178,6 +190,7 @@ var faults = []fault{
 	}, func(s *suite, d movement) error {
 		return atLeast("client resumes", float64(d.clientResumes), float64(s.onKilled))
 	}},
+	{"each informerd replica killed with SIGKILL in turn and restarted: the leaves fail over to the other and resume", killEachRoot, expectTierFailover},
 	{"both informerd replicas killed with SIGKILL mid-churn and restarted from their --state-dir", func(s *suite) error {
 		for _, r := range s.replicas {
 			r.Kill()
@@ -198,6 +211,11 @@ var faults = []fault{
 		if d.relistsAfter != 0 {
 			return fmt.Errorf("the restarted replicas listed %g times, want 0: they resume their watch from the saved resourceVersion", d.relistsAfter)
 		}
+		// The leaves wait for a replica and resume from their own
+		// resourceVersion on it, as every client does.
+		if d.leafRelists != 0 {
+			return fmt.Errorf("the leaves listed again %g times, want 0: a leaf resumes from its resourceVersion once a replica is back", d.leafRelists)
+		}
 		return nil
 	}},
 	{"every client drops its stream and reconnects at once", func(s *suite) error {
@@ -209,7 +227,7 @@ var faults = []fault{
 		}
 		return nil
 	}, func(s *suite, d movement) error {
-		return atLeast("client resumes", float64(d.clientResumes), float64(len(s.watchers)))
+		return atLeast("client resumes", float64(d.clientResumes+d.leafClientResumes), float64(len(s.watchers)))
 	}},
 	{"a tenth of the clients stall for 5s during writes", func(s *suite) error {
 		for i, w := range s.watchers {
@@ -242,6 +260,7 @@ func TestChaos(t *testing.T) {
 	if duration > 0 {
 		clients = envInt("CHAOS_CLIENTS", 1000)
 	}
+	leafClients := envInt("CHAOS_LEAF_CLIENTS", 200)
 	s := &suite{t: t, ns: ns, kube: kubernetes.NewForConfigOrDie(env.Config), rng: rand.New(rand.NewPCG(seed, seed))}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -255,7 +274,7 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	config := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(config, []byte("resources:\n  - resource: configmaps\n    namespace: "+ns+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte(rootConfig(ns)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var clientsOf []pb.CacheServiceClient
@@ -288,6 +307,7 @@ func TestChaos(t *testing.T) {
 		s.proxies, s.replicas = append(s.proxies, p), append(s.replicas, d)
 		clientsOf = append(clientsOf, pb.NewCacheServiceClient(conn))
 	}
+	leaves := s.startLeaves(bin, dir, filepath.Join(dir, "kubeconfig-0"))
 	baseline := s.processStats()
 
 	// The writer: creates, updates and deletes among 40 names.
@@ -304,7 +324,14 @@ func TestChaos(t *testing.T) {
 		s.watchers = append(s.watchers, w)
 		cwg.Go(func() { w.run(clientCtx) })
 	}
-	t.Logf("chaos: %d clients on 2 replicas; seed %d (CHAOS_SEED=%d replays this schedule)", clients, seed, seed)
+	for i := range leafClients {
+		// A leaf's client stays on its leaf, which holds only its part.
+		w := newWatcher(clients+i, ns, leaves[i%len(leaves):i%len(leaves)+1])
+		w.part = parts[i%len(leaves)]
+		s.watchers = append(s.watchers, w)
+		cwg.Go(func() { w.run(clientCtx) })
+	}
+	t.Logf("chaos: %d clients on 2 replicas, %d on 2 leaves over them; seed %d (CHAOS_SEED=%d replays this schedule)", clients, leafClients, seed, seed)
 
 	run := func(f fault) {
 		before := s.counters()
@@ -318,8 +345,10 @@ func TestChaos(t *testing.T) {
 		writing <- false
 		recovered := s.check()
 		d := s.counters().minus(before)
-		s.logf("fault %q: every client exact again %v after the fault began; upstream relists +%g, watch starts +%g, streams ended +%g; client resumes +%d, relists +%d",
-			f.name, recovered.Sub(start).Round(100*time.Millisecond), d.relists, d.watchStarts, d.streamsEnded, d.clientResumes, d.clientRelists)
+		s.logf("fault %q: every client exact again %v after the fault began; upstream relists +%g, watch starts +%g, streams ended +%g; client resumes +%d, relists +%d; "+
+			"leaves: upstream relists +%g (%g in all), watch starts +%g; their clients' resumes +%d, relists +%d",
+			f.name, recovered.Sub(start).Round(100*time.Millisecond), d.relists, d.watchStarts, d.streamsEnded, d.clientResumes, d.clientRelists,
+			d.leafRelists, d.leafRelistsAfter, d.leafWatchStarts, d.leafClientResumes, d.leafClientRelists)
 		if f.expect != nil {
 			if err := f.expect(s, d); err != nil {
 				t.Errorf("fault %q: %v", f.name, err)
@@ -382,16 +411,17 @@ func (s *suite) write(ctx context.Context, writing <-chan bool) {
 		case <-time.After(20 * time.Millisecond):
 		}
 		n++
-		name := fmt.Sprintf("cm-%d", s.rng.IntN(40))
+		i := s.rng.IntN(40)
+		meta := metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Labels: map[string]string{"part": partOf(i)}}
 		cms := s.kube.CoreV1().ConfigMaps(s.ns)
 		var err error
 		switch s.rng.IntN(3) {
 		case 0:
-			_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"n": strconv.Itoa(n)}}, metav1.CreateOptions{})
+			_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"n": strconv.Itoa(n)}}, metav1.CreateOptions{})
 		case 1:
-			_, err = cms.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"n": strconv.Itoa(n)}}, metav1.UpdateOptions{})
+			_, err = cms.Update(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"n": strconv.Itoa(n)}}, metav1.UpdateOptions{})
 		default:
-			err = cms.Delete(ctx, name, metav1.DeleteOptions{})
+			err = cms.Delete(ctx, meta.Name, metav1.DeleteOptions{})
 		}
 		// Conflicts (create of an existing name), misses (update or delete
 		// of a missing one) and a missing API server are part of the game.
@@ -399,42 +429,53 @@ func (s *suite) write(ctx context.Context, writing <-chan bool) {
 	}
 }
 
-// check waits until every client holds exactly the API server's objects,
-// resourceVersions included, and fails on any violation a client recorded.
-// It returns when that was first true.
+// check waits until every client holds exactly the API server's objects
+// (of its part, for a leaf's client), resourceVersions included, and fails
+// on any violation a client recorded. It returns when that was first true.
 func (s *suite) check() time.Time {
 	s.t.Helper()
 	ctx := context.Background()
-	// A sentinel write marks the point every client must reach.
-	sentinel := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sentinel"}, Data: map[string]string{"at": time.Now().String()}}
-	var rv uint64
-	testenv.Eventually(s.t, 2*time.Minute, "the API server to take the sentinel write", func() bool {
-		_ = s.kube.CoreV1().ConfigMaps(s.ns).Delete(ctx, "sentinel", metav1.DeleteOptions{})
-		cm, err := s.kube.CoreV1().ConfigMaps(s.ns).Create(ctx, sentinel, metav1.CreateOptions{})
-		if err != nil {
-			return false
-		}
-		rv, _ = strconv.ParseUint(cm.ResourceVersion, 10, 64)
-		return true
-	})
+	// A sentinel write in each part marks the point every client must
+	// reach: a leaf's client sees only its part's.
+	rv := map[string]uint64{} // by part; "" is the whole namespace
+	for _, part := range parts {
+		name := "sentinel-" + part
+		sentinel := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"part": part}}, Data: map[string]string{"at": time.Now().String()}}
+		testenv.Eventually(s.t, 2*time.Minute, "the API server to take the sentinel write", func() bool {
+			_ = s.kube.CoreV1().ConfigMaps(s.ns).Delete(ctx, name, metav1.DeleteOptions{})
+			cm, err := s.kube.CoreV1().ConfigMaps(s.ns).Create(ctx, sentinel, metav1.CreateOptions{})
+			if err != nil {
+				return false
+			}
+			rv[part], _ = strconv.ParseUint(cm.ResourceVersion, 10, 64)
+			rv[""] = max(rv[""], rv[part])
+			return true
+		})
+	}
 	list, err := s.kube.CoreV1().ConfigMaps(s.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	want := map[string]uint64{}
+	want := map[string]map[string]uint64{"": {}} // by part, as rv
+	for _, part := range parts {
+		want[part] = map[string]uint64{}
+	}
 	for _, cm := range list.Items {
 		v, _ := strconv.ParseUint(cm.ResourceVersion, 10, 64)
-		want[cm.Name] = v
+		want[""][cm.Name] = v
+		if part, ok := cm.Labels["part"]; ok && want[part] != nil {
+			want[part][cm.Name] = v
+		}
 	}
 	var diff string
 	ok := testenv.Poll(3*time.Minute, func() bool {
 		for _, w := range s.watchers {
 			got, last, _ := w.snapshot()
-			if last < rv {
-				diff = fmt.Sprintf("watcher %d is at resourceVersion %d, the sentinel at %d", w.id, last, rv)
+			if last < rv[w.part] {
+				diff = fmt.Sprintf("watcher %d is at resourceVersion %d, the sentinel of its part at %d", w.id, last, rv[w.part])
 				return false
 			}
-			if d := compare(got, want); d != "" {
+			if d := compare(got, want[w.part]); d != "" {
 				diff = fmt.Sprintf("watcher %d: %s", w.id, d)
 				return false
 			}
@@ -469,7 +510,7 @@ func compare(got, want map[string]uint64) string {
 	return ""
 }
 
-// counters reads the replicas' and clients' counters.
+// counters reads the replicas', leaves' and clients' counters.
 func (s *suite) counters() movement {
 	var m movement
 	for _, d := range s.replicas {
@@ -478,18 +519,33 @@ func (s *suite) counters() movement {
 		m.watchStarts += metrics["informerd_upstream_watch_starts_total"]
 		m.streamsEnded += metrics["informerd_watch_streams_ended_total"]
 	}
+	for _, d := range s.leaves {
+		metrics := scrape("http://" + d.MetricsAddr + "/metrics")
+		m.leafRelists += metrics["informerd_upstream_relists_total"]
+		m.leafWatchStarts += metrics["informerd_upstream_watch_starts_total"]
+	}
 	for _, w := range s.watchers {
 		w.mu.Lock()
-		m.clientResumes += w.resumes
-		m.clientRelists += w.relists
+		if w.part == "" {
+			m.clientResumes += w.resumes
+			m.clientRelists += w.relists
+		} else {
+			m.leafClientResumes += w.resumes
+			m.leafClientRelists += w.relists
+		}
 		w.mu.Unlock()
 	}
 	return m
 }
 
 func (m movement) minus(b movement) movement {
-	return movement{m.relists - b.relists, m.watchStarts - b.watchStarts, m.streamsEnded - b.streamsEnded,
-		m.clientResumes - b.clientResumes, m.clientRelists - b.clientRelists, m.relists}
+	return movement{
+		relists: m.relists - b.relists, watchStarts: m.watchStarts - b.watchStarts, streamsEnded: m.streamsEnded - b.streamsEnded,
+		clientResumes: m.clientResumes - b.clientResumes, clientRelists: m.clientRelists - b.clientRelists, relistsAfter: m.relists,
+		leafRelists: m.leafRelists - b.leafRelists, leafWatchStarts: m.leafWatchStarts - b.leafWatchStarts,
+		leafClientResumes: m.leafClientResumes - b.leafClientResumes, leafClientRelists: m.leafClientRelists - b.leafClientRelists,
+		leafRelistsAfter: m.leafRelists,
+	}
 }
 
 // scrape sums each metric's series by name (labels dropped). A replica

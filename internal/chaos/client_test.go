@@ -25,6 +25,7 @@ import (
 type watcher struct {
 	id        int
 	ns        string
+	part      string // a leaf's part it watches, or "" for the namespace
 	replicas  []pb.CacheServiceClient
 	stall     chan time.Duration // a request to stop reading for a while
 	reconnect chan struct{}      // a request to drop the stream and resume

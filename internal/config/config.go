@@ -51,6 +51,31 @@ type Resource struct {
 	Indexes []Index `json:"indexes,omitempty"`
 	// Transform overrides the top-level transform for this resource.
 	Transform *Transform `json:"transform,omitempty"`
+	// UpstreamSelector is the part of the resource to take from an
+	// upstream informerd (--upstream-informerd): informerd's gRPC Selector.
+	// Only with an upstream informerd, which is asked for this part alone.
+	UpstreamSelector *UpstreamSelector `json:"upstreamSelector,omitempty"`
+}
+
+// UpstreamSelector chooses the objects an upstream informerd sends, as its
+// gRPC Selector does; every set part must match. Values may name
+// environment variables as ${NAME}, expanded when the configuration is
+// read: a DaemonSet's pod takes its node's part with
+// values: ["${NODE_NAME}"].
+type UpstreamSelector struct {
+	// Namespace, when set, is the only namespace taken.
+	Namespace string `json:"namespace,omitempty"`
+	// LabelSelector narrows by labels ("app=web").
+	LabelSelector string `json:"labelSelector,omitempty"`
+	// Index takes the objects with any of the values in one of the
+	// upstream's indexes for the resource.
+	Index *IndexSelector `json:"index,omitempty"`
+}
+
+// IndexSelector names an upstream index and the values to take.
+type IndexSelector struct {
+	Name   string   `json:"name"`
+	Values []string `json:"values"`
 }
 
 // Index computes index values from an object: either a label's value or the
@@ -135,6 +160,9 @@ func Parse(data []byte) (*Config, error) {
 	}
 	if len(strict) > 0 {
 		return nil, fmt.Errorf("parse: %w (field names are case-sensitive; see docs/configuration.md)", errors.Join(strict...))
+	}
+	if err := c.expandEnv(os.LookupEnv); err != nil {
+		return nil, err
 	}
 	c.setDefaults()
 	if err := c.Validate(); err != nil {

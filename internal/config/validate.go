@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/fields"
@@ -64,6 +65,9 @@ func (r Resource) validate(p *field.Path) field.ErrorList {
 	if _, err := fields.ParseSelector(r.FieldSelector); err != nil {
 		errs = append(errs, field.Invalid(p.Child("fieldSelector"), r.FieldSelector, err.Error()))
 	}
+	if u := r.UpstreamSelector; u != nil {
+		errs = append(errs, u.validate(p.Child("upstreamSelector"))...)
+	}
 	names := map[string]bool{NamespaceIndex: true}
 	for j, ix := range r.Indexes {
 		ip := p.Child("indexes").Index(j)
@@ -117,4 +121,67 @@ func validResourceName(name string) string {
 		}
 	}
 	return ""
+}
+
+func (u *UpstreamSelector) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if u.Namespace != "" {
+		for _, msg := range validation.IsDNS1123Label(u.Namespace) {
+			errs = append(errs, field.Invalid(p.Child("namespace"), u.Namespace, msg))
+		}
+	}
+	if _, err := labels.Parse(u.LabelSelector); err != nil {
+		errs = append(errs, field.Invalid(p.Child("labelSelector"), u.LabelSelector, err.Error()))
+	}
+	if ix := u.Index; ix != nil {
+		if ix.Name == "" {
+			errs = append(errs, field.Required(p.Child("index", "name"), "the name of one of the upstream's indexes for the resource, e.g. node"))
+		}
+		if len(ix.Values) == 0 {
+			errs = append(errs, field.Required(p.Child("index", "values"), "at least one value, e.g. [\"${NODE_NAME}\"]"))
+		}
+		for i, v := range ix.Values {
+			if v == "" {
+				errs = append(errs, field.Invalid(p.Child("index", "values").Index(i), v, "is empty (an environment variable it names may be set but empty)"))
+			}
+		}
+	}
+	return errs
+}
+
+// expandEnv replaces ${NAME} in the upstream selectors' values with the
+// environment's, refusing a name that is not set: a DaemonSet that forgot
+// to pass NODE_NAME must not take every node's objects, or none.
+func (c *Config) expandEnv(lookup func(string) (string, bool)) error {
+	var errs field.ErrorList
+	for i := range c.Resources {
+		u := c.Resources[i].UpstreamSelector
+		if u == nil {
+			continue
+		}
+		p := field.NewPath("resources").Index(i).Child("upstreamSelector")
+		expand := func(fp *field.Path, s *string) {
+			var missing []string
+			out := os.Expand(*s, func(name string) string {
+				v, ok := lookup(name)
+				if !ok {
+					missing = append(missing, name)
+				}
+				return v
+			})
+			if len(missing) > 0 {
+				errs = append(errs, field.Invalid(fp, *s, fmt.Sprintf("names %s, which is not set in the environment (in a DaemonSet, set it from the downward API: env: [{name: NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}])", strings.Join(missing, ", "))))
+				return
+			}
+			*s = out
+		}
+		expand(p.Child("namespace"), &u.Namespace)
+		expand(p.Child("labelSelector"), &u.LabelSelector)
+		if u.Index != nil {
+			for j := range u.Index.Values {
+				expand(p.Child("index", "values").Index(j), &u.Index.Values[j])
+			}
+		}
+	}
+	return errs.ToAggregate()
 }

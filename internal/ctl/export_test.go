@@ -1,9 +1,10 @@
 package ctl
 
-// Explain, EventError and Match are explain, eventError and match, for
-// tests.
+// Explain, EventError, Match and SplitFields are explain, eventError, match
+// and splitFields, for tests.
 var (
-	Explain    = explain
-	EventError = eventError
-	Match      = match
+	Explain     = explain
+	EventError  = eventError
+	Match       = match
+	SplitFields = splitFields
 )

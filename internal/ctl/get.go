@@ -18,6 +18,9 @@ type getFlags struct {
 	format string
 	limit  int64
 	minRV  string
+	// fieldsFlag is --fields as given; fields its paths, once checked.
+	fieldsFlag string
+	fields     []string
 	// watch lists (or gets), then watches; watchOnly watches without
 	// listing first. rv watches the changes after it, without listing.
 	watch     bool
@@ -34,6 +37,7 @@ func (f *getFlags) addFlags(cmd *cobra.Command) {
 	f.sel.addFlags(cmd)
 	fl := cmd.Flags()
 	fl.Int64Var(&f.limit, "limit", 0, "objects per page of a list (default: the server's, 500); every page is fetched")
+	fl.StringVar(&f.fieldsFlag, "fields", "", "only these fields of each object: comma-separated paths of JSON field names, e.g. metadata.labels,status.podIP (apiVersion, kind and metadata's name, namespace, uid and resourceVersion are always kept); a watch prints no change to other fields")
 	fl.StringVar(&f.minRV, "min-resource-version", "", "list once the cache has reached this resourceVersion (bounded by --timeout)")
 	fl.StringVar(&f.rv, "resource-version", "", "watch the changes after this resourceVersion, without listing first")
 	fl.IntVar(&f.maxEvents, "max-events", 0, "exit after printing this many objects and events (0: watch until interrupted)")
@@ -56,11 +60,19 @@ With -w it then watches: every change after the list is printed as it
 happens, and a broken watch is resumed from the last resourceVersion printed,
 so no change is missed or repeated. --watch-only watches without listing.
 -o json and -o yaml print a List whose metadata.resourceVersion is the list's
-snapshot: watch from it (--resource-version) to see what changed since.`,
+snapshot: watch from it (--resource-version) to see what changed since.
+
+--fields prints only those fields of each object (a field mask): paths of
+the object's JSON field names separated by dots, a path through a list
+applying to each element, a name with dots in backquotes
+(metadata.labels.` + "`app.kubernetes.io/name`" + `). With -w, a change to other
+fields only is not printed. The table's AGE and -o wide's LABELS need
+metadata.creationTimestamp and metadata.labels among the fields.`,
 		Example: `  informerctl get pods -n demo
   informerctl get pods --index node=node-1 -o wide
   informerctl get configmaps settings -n demo -o yaml
   informerctl get configmaps -l app=web -w
+  informerctl get pods -n demo --fields metadata.labels,status.podIP -o json
   informerctl list configmaps -A -o name`,
 		Args: typeAndName,
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, o, args) },
@@ -83,8 +95,10 @@ that version; with --changes-only the changes from now. When the stream breaks
 lost) it says so on stderr and watches again from the last resourceVersion it
 printed, so no change is missed or repeated. A resourceVersion older than
 informerd's history ends it with an error: list again and watch from the
-list's resourceVersion.`,
+list's resourceVersion. With --fields it prints only those fields of each
+object, and no change to other fields only.`,
 		Example: `  informerctl watch pods --index node=node-1
+  informerctl watch pods -n demo --fields metadata.labels,status.podIP -o json
   informerctl watch configmaps -n demo --resource-version 4211 -o json`,
 		Args: typeAndName,
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, o, args) },
@@ -130,6 +144,11 @@ func (f *getFlags) check(cmd *cobra.Command, name string) error {
 	if err := checkFormat(f.format, objectFormats...); err != nil {
 		return err
 	}
+	fields, err := splitFields(f.fieldsFlag)
+	if err != nil {
+		return err
+	}
+	f.fields = fields
 	changed := cmd.Flags().Changed
 	if !f.watching() {
 		for _, fl := range flagsOfWatches {
@@ -186,7 +205,7 @@ func (f *getFlags) run(cmd *cobra.Command, o *options, args []string) error {
 func (f *getFlags) getOne(ctx context.Context, o *options, c pb.CacheServiceClient, resource, name, namespace string) error {
 	var obj *pb.Object
 	err := o.unary(ctx, func(ctx context.Context) error {
-		resp, err := c.Get(ctx, &pb.GetRequest{Resource: resource, Namespace: namespace, Name: name})
+		resp, err := c.Get(ctx, &pb.GetRequest{Resource: resource, Namespace: namespace, Name: name, Fields: mask(f.fields)})
 		obj = resp.GetObject()
 		return err
 	})
@@ -203,7 +222,7 @@ func (f *getFlags) getOne(ctx context.Context, o *options, c pb.CacheServiceClie
 // within --timeout, and the snapshot's resourceVersion. onlyVersion asks for
 // the resourceVersion alone (and the first object, if any).
 func (f *getFlags) list(ctx context.Context, o *options, c pb.CacheServiceClient, resource string, sel *pb.Selector, onlyVersion bool) ([]*pb.Object, string, error) {
-	req := &pb.ListRequest{Resource: resource, Selector: sel, Limit: f.limit, MinResourceVersion: f.minRV}
+	req := &pb.ListRequest{Resource: resource, Selector: sel, Limit: f.limit, MinResourceVersion: f.minRV, Fields: mask(f.fields)}
 	if onlyVersion {
 		req.Limit = 1
 	}

@@ -81,6 +81,7 @@ func (f *getFlags) listWatch(ctx context.Context, o *options, c pb.CacheServiceC
 		return nil, err
 	}
 	opts := clientOptions(info.GetName(), sel)
+	opts.Fields = f.fields
 	if f.coalesce {
 		opts.SlowConsumerPolicy = pb.SlowConsumerPolicy_SLOW_CONSUMER_POLICY_COALESCE
 	}

@@ -34,12 +34,15 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/informerd/informerd/internal/auth"
+	"github.com/informerd/informerd/internal/config"
 	"github.com/informerd/informerd/internal/kubeapi"
 	"github.com/informerd/informerd/internal/metrics"
 	"github.com/informerd/informerd/internal/pipeline"
 	"github.com/informerd/informerd/internal/server"
 	"github.com/informerd/informerd/internal/state"
 	"github.com/informerd/informerd/internal/transport"
+	"github.com/informerd/informerd/pkg/client"
 )
 
 // Daemon is a built informerd, listening. Run is called once, and
@@ -56,10 +59,13 @@ type Daemon struct {
 	state  *state.Dir // nil without --state-dir
 	// checkLater is the API server Run checks, when New did not.
 	checkLater *rest.Config
-	cacheSrv   *server.Server
-	grpcSrv    *grpc.Server
-	healthSrv  *grpchealth.Server
-	httpSrv    *http.Server
+	// upstream is the connection to the upstream informerd
+	// (--upstream-informerd); nil when the API server is the source.
+	upstream  *grpc.ClientConn
+	cacheSrv  *server.Server
+	grpcSrv   *grpc.Server
+	healthSrv *grpchealth.Server
+	httpSrv   *http.Server
 	// kubeAPI and kubeSrv serve the Kubernetes API on kubeLis; nil when
 	// --kube-api-address is not set.
 	kubeAPI *kubeapi.Handler
@@ -72,6 +78,17 @@ type Daemon struct {
 	grpcLis, metricsLis, kubeLis net.Listener
 	grpcTLS                      bool
 	metricsScheme                string
+
+	// memory are the memory flags: TuneRuntime applies the runtime's, Run
+	// starts the returner with ReturnMemory.
+	memory memoryOptions
+}
+
+// memoryOptions are the memory flags' values.
+type memoryOptions struct {
+	limitRatio   float64
+	gcPercent    int
+	returnMemory bool
 }
 
 // New builds informerd: it validates o, checks that the API server answers,
@@ -89,11 +106,15 @@ func New(o Options, log *slog.Logger) (*Daemon, error) {
 	if warning != "" {
 		log.Warn(warning)
 	}
+	d := &Daemon{log: log, authMode: o.AuthMode, shutdownTimeout: o.ShutdownTimeout, reg: newRegistry(),
+		memory: memoryOptions{limitRatio: o.MemoryLimitRatio, gcPercent: o.GCPercent, returnMemory: o.ReturnMemory}}
+	if o.Upstream.Address != "" {
+		return d.newLeaf(o, cfg)
+	}
 	restConfig, err := o.restConfig()
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{log: log, authMode: o.AuthMode, shutdownTimeout: o.ShutdownTimeout, reg: newRegistry()}
 	if o.StateDir == "" {
 		if err := checkAPIServer(context.Background(), restConfig, log, len(cfg.Resources)); err != nil {
 			return nil, err
@@ -114,19 +135,53 @@ func New(o Options, log *slog.Logger) (*Daemon, error) {
 			d.state.Close()
 		}
 	}()
+	if err := d.build(o, cfg, restConfig); err != nil {
+		return nil, err
+	}
+	built = true
+	return d, nil
+}
+
+// build loads the listeners' TLS, wires the caches and servers over
+// restConfig (nil for a leaf without --auth-mode=kubernetes), opens the
+// listeners and builds the HTTP server.
+func (d *Daemon) build(o Options, cfg *config.Config, restConfig *rest.Config) error {
 	creds, metricsTLS, err := d.loadTLS(o)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	d.grpcTLS = creds != nil
 	if err := d.wire(o, cfg, restConfig, creds); err != nil {
-		return nil, err
+		return err
 	}
 	if err := d.listen(o, metricsTLS); err != nil {
-		return nil, err
+		return err
 	}
 	d.httpSrv = &http.Server{Handler: d.httpHandler(o.Profiling), ReadHeaderTimeout: 10 * time.Second}
-	built = true
+	return nil
+}
+
+// newLeaf builds an informerd whose resources come from an upstream
+// informerd. It does not wait for the upstream: a leaf started before its
+// upstream serves once the upstream appears, and /readyz says what it
+// waits for. The API server is reached only for --auth-mode=kubernetes.
+func (d *Daemon) newLeaf(o Options, cfg *config.Config) (*Daemon, error) {
+	var restConfig *rest.Config
+	if o.AuthMode == auth.ModeKubernetes {
+		var err error
+		if restConfig, err = o.restConfig(); err != nil {
+			return nil, fmt.Errorf("--auth-mode=kubernetes reviews tokens with the API server: %w", err)
+		}
+	}
+	conn, err := client.Dial(o.Upstream)
+	if err != nil {
+		return nil, fmt.Errorf("--upstream-informerd: %w", err)
+	}
+	d.upstream = conn
+	if err := d.build(o, cfg, restConfig); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -285,6 +340,13 @@ func (d *Daemon) KubeAPIURL() string {
 // per process, read without a lock: main calls it; tests, which run several
 // daemons in one process, do not.
 func (d *Daemon) InstallClientGoMetrics() { d.clientGo.Install() }
+
+// TuneRuntime sets the Go runtime's GC percent and soft memory limit from
+// --gc-percent and --memory-limit-ratio with the container's cgroup memory
+// limit, unless the environment sets GOGC or GOMEMLIMIT, and logs what it
+// chose and where it came from. Both are the process's: main calls it;
+// tests, which run several daemons in one process, do not.
+func (d *Daemon) TuneRuntime() { tuneRuntime(d.memory, "/", d.log) }
 
 // GRPCAddr is the address the gRPC server listens on: host:port, or a Unix
 // socket's path.

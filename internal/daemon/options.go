@@ -11,10 +11,12 @@ import (
 
 	"github.com/informerd/informerd/internal/auth"
 	"github.com/informerd/informerd/internal/config"
+	"github.com/informerd/informerd/internal/fanout"
 	"github.com/informerd/informerd/internal/limits"
 	"github.com/informerd/informerd/internal/server"
 	"github.com/informerd/informerd/internal/state"
 	"github.com/informerd/informerd/internal/transport"
+	"github.com/informerd/informerd/pkg/client"
 )
 
 // Defaults of the flags no other package owns. The others come from the
@@ -36,6 +38,12 @@ type Options struct {
 	// Kubeconfig names the cluster (--kubeconfig); empty means
 	// $KUBECONFIG, then the in-cluster config.
 	Kubeconfig string
+	// Upstream, when its Address is set, is the informerd every resource
+	// is taken from instead of the API server (--upstream-informerd and
+	// the --upstream-* flags): a node-local tier fed by a cluster tier.
+	// Address may list several replicas, comma-separated, or name a
+	// headless Service that resolves to them.
+	Upstream client.Config
 	// GRPCAddress and MetricsAddress are where informerd listens
 	// (--grpc-address, --metrics-address). Port 0 picks a free port;
 	// Daemon.GRPCAddr and Daemon.MetricsURL tell which.
@@ -52,6 +60,10 @@ type Options struct {
 	// APIServerCompression asks the API server for gzip-compressed
 	// responses (--api-server-compression).
 	APIServerCompression bool
+	// APIServerWatchHTTP2 sends the upstream watches over the HTTP/2
+	// connection the lists share (--api-server-watch-http2) instead of an
+	// HTTP/1.1 connection per watch.
+	APIServerWatchHTTP2 bool
 	// Profiling serves pprof on the metrics address (--enable-profiling).
 	Profiling bool
 	// KubeAPIAddress, when set, serves the Kubernetes API there
@@ -64,6 +76,14 @@ type Options struct {
 	StateDir           string
 	StateFlushInterval time.Duration
 	StateFlushEvents   int
+	// MemoryLimitRatio is the share of the cgroup's memory limit set as
+	// the Go runtime's soft memory limit (--memory-limit-ratio; 0: off);
+	// GCPercent is the runtime's GOGC (--gc-percent); a GOMEMLIMIT or
+	// GOGC in the environment wins. ReturnMemory returns the memory a
+	// full list leaves to the OS once it is cached (--return-memory).
+	MemoryLimitRatio float64
+	GCPercent        int
+	ReturnMemory     bool
 
 	// TLS and MetricsTLS are the PEM files of the gRPC and the metrics
 	// listeners (--tls-*, --metrics-tls-*).
@@ -88,6 +108,9 @@ type Options struct {
 
 	// MaxWatches bounds the Watch streams over all clients (--max-watches).
 	MaxWatches int
+	// MaxProjections bounds the distinct field masks in use on one
+	// resource's Watch streams (--max-projections).
+	MaxProjections int
 	// Limits are the per-identity limits (--max-watches-per-identity,
 	// --watch-rate, ...). Their Waited hook is set by New.
 	Limits limits.Options
@@ -123,6 +146,9 @@ func NewOptions() Options {
 		ShutdownTimeout:             DefaultShutdownTimeout,
 		StateFlushInterval:          state.DefaultFlushInterval,
 		StateFlushEvents:            state.DefaultFlushEvents,
+		MemoryLimitRatio:            DefaultMemoryLimitRatio,
+		GCPercent:                   DefaultGCPercent,
+		ReturnMemory:                DefaultReturnMemory,
 		UnixSocketMode:              uint(transport.DefaultSocketMode),
 		AuthMode:                    auth.ModeNone,
 		TokenAudiences:              auth.DefaultAudience,
@@ -131,6 +157,7 @@ func NewOptions() Options {
 		AuthorizationDeniedCacheTTL: auth.DefaultCacheTTL,
 		RecheckInterval:             server.DefaultRecheckInterval,
 		MaxWatches:                  server.DefaultMaxWatches,
+		MaxProjections:              fanout.DefaultMaxProjections,
 		Limits: limits.Options{
 			MaxWatchesPerIdentity: limits.DefaultMaxWatchesPerIdentity,
 			WatchRate:             limits.DefaultWatchRate,
@@ -155,6 +182,7 @@ func NewOptions() Options {
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ConfigPath, "config", o.ConfigPath, "path to the YAML configuration (required); see docs/configuration.md")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig file; default: $KUBECONFIG, then in-cluster config")
+	o.addUpstreamFlags(fs)
 	fs.StringVar(&o.GRPCAddress, "grpc-address", o.GRPCAddress, "gRPC listen address: host:port or unix:///path")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "HTTP address for /metrics, /healthz and /readyz")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "log format: text or json")
@@ -163,13 +191,28 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ValidateConfig, "validate-config", o.ValidateConfig, "check this config file and exit: syntax, and with a reachable cluster (--kubeconfig, $KUBECONFIG or in-cluster) that each resource exists and may be listed and watched; exit status 1 on any problem")
 
 	fs.BoolVar(&o.APIServerCompression, "api-server-compression", o.APIServerCompression, "ask the API server to gzip its responses: less traffic on a slow link to it, more CPU on both sides (it compresses each watch event on its own)")
+	fs.BoolVar(&o.APIServerWatchHTTP2, "api-server-watch-http2", o.APIServerWatchHTTP2, "watch the API server over the HTTP/2 connection lists share, as client-go does; by default each watched resource has an HTTP/1.1 connection of its own, which costs less CPU per event (docs/configuration.md)")
 	fs.StringVar(&o.StateDir, "state-dir", o.StateDir, "keep every resource's cache in this directory, so that a restart serves at once, resumes the upstream watch from where it stopped and keeps clients' resourceVersions valid (docs/reliability.md); empty: off")
 	fs.DurationVar(&o.StateFlushInterval, "state-flush-interval", o.StateFlushInterval, "with --state-dir: the longest a cached change waits before it is written")
 	fs.IntVar(&o.StateFlushEvents, "state-flush-events", o.StateFlushEvents, "with --state-dir: the most cached changes that wait before a write starts")
 	fs.BoolVar(&o.Profiling, "enable-profiling", o.Profiling, "serve Go's pprof profiles at /debug/pprof/ on --metrics-address")
+	fs.Float64Var(&o.MemoryLimitRatio, "memory-limit-ratio", o.MemoryLimitRatio, "set the Go runtime's soft memory limit to this share of the container's cgroup memory limit (cgroup v2 memory.max, v1 memory.limit_in_bytes), so the collector works harder before the OOM killer acts; 0: off. A GOMEMLIMIT in the environment wins")
+	fs.IntVar(&o.GCPercent, "gc-percent", o.GCPercent, "the Go runtime's GOGC: how far, in percent of the live heap, the heap grows between collections; lower keeps RSS nearer the cache's size for more collector CPU. A GOGC in the environment wins")
+	fs.BoolVar(&o.ReturnMemory, "return-memory", o.ReturnMemory, "after every resource's first sync and after each relist, collect garbage and return the free memory to the OS once (debug.FreeOSMemory), so RSS drops from the list's peak to the cache's size")
 	o.addTransportFlags(fs)
 	o.addAuthFlags(fs)
 	o.addLimitFlags(fs)
+}
+
+func (o *Options) addUpstreamFlags(fs *flag.FlagSet) {
+	u := &o.Upstream
+	fs.StringVar(&u.Address, "upstream-informerd", u.Address, "take every resource from this informerd instead of the API server: host:port, several replicas comma-separated (a:50051,b:50051), a headless Service's name that resolves to them, or unix:///path; a leaf fails over between them, resuming from its resourceVersion (docs/deploy.md)")
+	fs.StringVar(&u.CAFile, "upstream-ca-file", u.CAFile, "PEM bundle to verify the upstream informerd's serving certificate; turns TLS on")
+	fs.StringVar(&u.ServerName, "upstream-server-name", u.ServerName, "name to check the upstream informerd's certificate against, instead of the address's host")
+	fs.StringVar(&u.CertFile, "upstream-cert-file", u.CertFile, "client certificate for an upstream informerd with --auth-mode=mtls; read at every handshake, so a rotated one is used")
+	fs.StringVar(&u.KeyFile, "upstream-key-file", u.KeyFile, "the PEM private key of --upstream-cert-file")
+	fs.StringVar(&u.TokenFile, "upstream-token-file", u.TokenFile, "bearer token for an upstream informerd with --auth-mode=kubernetes, e.g. a projected ServiceAccount token for the audience informerd; read again when the file changes")
+	fs.BoolVar(&u.Insecure, "upstream-insecure", u.Insecure, "allow plaintext to an upstream informerd that is neither a Unix socket nor loopback (it must run with --insecure-allow-plaintext); tests only")
 }
 
 func (o *Options) addTransportFlags(fs *flag.FlagSet) {
@@ -196,6 +239,7 @@ func (o *Options) addAuthFlags(fs *flag.FlagSet) {
 func (o *Options) addLimitFlags(fs *flag.FlagSet) {
 	l := &o.Limits
 	fs.IntVar(&o.MaxWatches, "max-watches", o.MaxWatches, "most Watch streams open at once, over all clients")
+	fs.IntVar(&o.MaxProjections, "max-projections", o.MaxProjections, "most distinct field masks (WatchRequest.fields) in use at once on one resource's Watch streams; each is projected once per event for every stream that uses it")
 	fs.IntVar(&l.MaxWatchesPerIdentity, limits.MaxWatchesPerIdentity, l.MaxWatchesPerIdentity, "most Watch streams one client identity may have open (with --auth-mode none, each connection is an identity)")
 	fs.Float64Var(&l.WatchRate, limits.WatchRate, l.WatchRate, "new Watch calls per second one client identity may start (token bucket); calls past it wait their turn (--max-queue-wait)")
 	fs.IntVar(&l.WatchBurst, limits.WatchBurst, l.WatchBurst, "new Watch calls one client identity may start at once")
@@ -264,8 +308,49 @@ func (o Options) validate(cfg *config.Config) (warning string, err error) {
 	if o.StateDir != "" && o.StateFlushEvents <= 0 {
 		return "", fmt.Errorf("--state-flush-events must be positive, got %d", o.StateFlushEvents)
 	}
+	if o.MemoryLimitRatio < 0 || o.MemoryLimitRatio > 1 {
+		return "", fmt.Errorf("--memory-limit-ratio must be from 0 (off) to 1, a share of the cgroup's memory limit; got %v", o.MemoryLimitRatio)
+	}
+	if o.MaxProjections <= 0 {
+		return "", fmt.Errorf("--max-projections must be positive, got %d: it bounds the distinct field masks in use on one resource's watches", o.MaxProjections)
+	}
+	if o.GCPercent <= 0 {
+		return "", fmt.Errorf("--gc-percent must be positive, got %d (to turn the collector off, set GOGC=off in the environment)", o.GCPercent)
+	}
+	if err := o.validateUpstream(cfg); err != nil {
+		return "", err
+	}
 	if o.AuthMode == auth.ModeMTLS && len(cfg.MTLSClients) == 0 {
 		return "", fmt.Errorf("--auth-mode=mtls: config %s has no mtlsClients, so every client would be refused; map certificate identities to resources there (docs/configuration.md)", o.ConfigPath)
 	}
 	return warning, nil
+}
+
+// validateUpstream checks that the configuration fits where the objects
+// come from: an upstream informerd takes its Selector, not the API
+// server's field selectors, and serves no API server requests.
+func (o Options) validateUpstream(cfg *config.Config) error {
+	if o.Upstream.Address == "" {
+		for _, r := range cfg.Resources {
+			if r.UpstreamSelector != nil {
+				return fmt.Errorf("resource %s has an upstreamSelector, which takes a part from an upstream informerd; set --upstream-informerd, or use namespace and labelSelector to narrow the API server's watch", r.Resource)
+			}
+		}
+		return nil
+	}
+	for _, r := range cfg.Resources {
+		if r.FieldSelector != "" {
+			return fmt.Errorf("resource %s: fieldSelector is the API server's; with --upstream-informerd, take a part with upstreamSelector (namespace, labelSelector, index)", r.Resource)
+		}
+		if u := r.UpstreamSelector; u != nil && u.Namespace != "" && r.Namespace != "" && u.Namespace != r.Namespace {
+			return fmt.Errorf("resource %s: namespace %q and upstreamSelector.namespace %q differ; set one", r.Resource, r.Namespace, u.Namespace)
+		}
+	}
+	switch {
+	case o.KubeAPIAddress != "":
+		return errors.New("--kube-api-address forwards what it does not cache to the API server, which an informerd with --upstream-informerd does not talk to; serve the Kubernetes API from the cluster tier")
+	case o.StateDir != "":
+		return errors.New("--state-dir is not supported with --upstream-informerd yet: a leaf restarts by listing from its upstream, which is in the cluster")
+	}
+	return nil
 }

@@ -68,6 +68,7 @@ func TestRefusedAtStart(t *testing.T) {
 // given parsed, and checked.
 func TestValidateConfig(t *testing.T) {
 	dir := t.TempDir()
+	cms := parse(t, "resources: [{resource: configmaps}]")
 	tests := []struct {
 		name   string
 		change func(*daemon.Options)
@@ -81,6 +82,9 @@ func TestValidateConfig(t *testing.T) {
 			o.ConfigPath = testenv.WriteFile(t, dir, "bad.yaml", []byte("resources: [{resource: Pods}]\n"))
 		}, "must be lower case"},
 		{"a parsed config", func(o *daemon.Options) { o.Config = parse(t, "resources: [{resource: configmaps}]") }, ""},
+		{"a memory limit ratio above 1", func(o *daemon.Options) { o.Config, o.MemoryLimitRatio = cms, 1.2 }, "--memory-limit-ratio must be from 0 (off) to 1"},
+		{"a memory limit ratio of 0 is off", func(o *daemon.Options) { o.Config, o.MemoryLimitRatio = cms, 0 }, ""},
+		{"a GC percent of 0", func(o *daemon.Options) { o.Config, o.GCPercent = cms, 0 }, "--gc-percent must be positive"},
 		{"a parsed config without mtlsClients", func(o *daemon.Options) {
 			o.Config = parse(t, "resources: [{resource: configmaps}]")
 			o.AuthMode, o.TLS.CertFile, o.TLS.ClientCAFile = "mtls", "c", "ca"

@@ -61,12 +61,19 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer scancel()
 		_ = d.httpSrv.Shutdown(sctx)
 	})
+	if d.memory.returnMemory {
+		m := newMemoryReturner(d.caches, memoryPollInterval, d.log.With("component", "memory"))
+		g.Add(func() error { return m.Run(ctx) }, func(error) { cancel() })
+	}
 	cacheCtx, stopCaches := context.WithCancel(context.Background())
 	defer stopCaches()
 	g.Add(func() error { return d.caches.Run(cacheCtx) }, func(error) { stopCaches() })
 	err := g.Run()
 	if d.state != nil {
 		d.state.Close()
+	}
+	if d.upstream != nil {
+		_ = d.upstream.Close()
 	}
 	d.log.Info("informerd stopped")
 	return err

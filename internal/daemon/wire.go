@@ -22,7 +22,9 @@ import (
 	"github.com/informerd/informerd/internal/limits"
 	"github.com/informerd/informerd/internal/metrics"
 	"github.com/informerd/informerd/internal/pipeline"
+	"github.com/informerd/informerd/internal/reflector"
 	"github.com/informerd/informerd/internal/server"
+	"github.com/informerd/informerd/internal/upstream"
 )
 
 // wire builds the caches, the CacheService and the gRPC server with health
@@ -32,16 +34,26 @@ func (d *Daemon) wire(o Options, cfg *config.Config, restConfig *rest.Config, cr
 	m := metrics.New(d.reg)
 	d.clientGo = metrics.NewClientGo(d.reg)
 	var err error
-	popts := []pipeline.Option{pipeline.WithIngestObserver(m)}
+	popts := []pipeline.Option{pipeline.WithIngestObserver(m), pipeline.WithClientOptions(reflector.ClientOptions{WatchHTTP2: o.APIServerWatchHTTP2}), pipeline.WithMaxProjections(o.MaxProjections)}
 	if d.state != nil {
 		popts = append(popts, pipeline.WithState(d.state))
 	}
-	if d.caches, err = pipeline.NewSet(cfg, restConfig, d.log, popts...); err != nil {
+	if d.upstream != nil {
+		d.caches, err = pipeline.NewSetFrom(cfg, upstream.New(d.upstream, o.Upstream.Address), d.log, popts...)
+	} else {
+		d.caches, err = pipeline.NewSet(cfg, restConfig, d.log, popts...)
+	}
+	if err != nil {
 		return err
 	}
 	sopts, err := o.serverOptions(cfg, restConfig, d.reg, m)
 	if err != nil {
 		return err
+	}
+	if sopts.Schemas == nil && d.upstream == nil {
+		if sopts.Schemas, err = newSchemas(restConfig, d.log); err != nil {
+			return err
+		}
 	}
 	d.cacheSrv = server.New(d.caches, sopts)
 

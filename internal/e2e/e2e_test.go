@@ -43,14 +43,18 @@ type line struct {
 	Kind            string   `json:"kind,omitempty"`
 	Type            string   `json:"type,omitempty"`
 	ResourceVersion string   `json:"resourceVersion,omitempty"`
+	// Object is the object as a field mask shows it, printed when the
+	// client was given one.
+	Object map[string]any `json:"object,omitempty"`
 }
 
 // command builds the command line of an example client: it lists resource
 // in namespace from the informerd at addr, gets the first object, and
 // watches for events changes, dropping its stream after RESUME_AFTER (in
 // its environment) and resuming from the last resourceVersion. With sec
-// it uses TLS and a bearer token.
-type command func(ctx context.Context, addr, resource, namespace string, events int, sec *security) *exec.Cmd
+// it uses TLS and a bearer token; with fields (comma-separated paths) it
+// asks for only those fields of each object.
+type command func(ctx context.Context, addr, resource, namespace string, events int, sec *security, fields string) *exec.Cmd
 
 // security is what a client needs for TLS and a bearer token.
 type security struct {
@@ -123,8 +127,50 @@ func runExample(t *testing.T, ns string, secure bool, cmdFor command) {
 	defer cancel()
 
 	const events = 6
-	cmd := cmdFor(wctx, srv.Addr, "configmaps", ns, events, sec)
+	cmd := cmdFor(wctx, srv.Addr, "configmaps", ns, events, sec, "")
 	cmd.Env = append(cmd.Environ(), "RESUME_AFTER=3")
+	var want []line
+	got := runClient(t, cmd, func() {
+		// The client is about to watch from its list's RV; change
+		// things now, so some changes happen before it is connected.
+		for i := range 3 {
+			cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("new-%d", i)}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, line{Step: "event", Type: "ADDED", Name: cm.Name, Kind: "ConfigMap", ResourceVersion: cm.ResourceVersion})
+		}
+		cm, err := cms.Get(ctx, "a", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data = map[string]string{"k": "v"}
+		if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, line{Step: "event", Type: "MODIFIED", Name: "a", Kind: "ConfigMap", ResourceVersion: cm.ResourceVersion})
+		for i := 3; i < 5; i++ {
+			cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("new-%d", i)}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, line{Step: "event", Type: "ADDED", Name: cm.Name, Kind: "ConfigMap", ResourceVersion: cm.ResourceVersion})
+		}
+	})
+	if len(got) < 2 || got[0].Step != "list" || !cmp.Equal(got[0].Names, []string{"a", "b"}) || got[1].Step != "get" || got[1].Kind != "ConfigMap" {
+		t.Fatalf("list/get lines = %+v", got)
+	}
+	evs := watched(t, got[2:])
+	if diff := cmp.Diff(want, evs); diff != "" {
+		t.Errorf("events the client received (-want +got):\n%s", diff)
+	}
+}
+
+// runClient runs an example client's cmd, calls onGet once it has printed
+// its get step (it is then about to watch), and returns the lines it
+// printed.
+func runClient(t *testing.T, cmd *exec.Cmd, onGet func()) []line {
+	t.Helper()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -136,7 +182,6 @@ func runExample(t *testing.T, ns string, secure bool, cmdFor command) {
 	}
 	var got []line
 	sc := bufio.NewScanner(out)
-	var want []line
 	for sc.Scan() {
 		var l line
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
@@ -144,42 +189,22 @@ func runExample(t *testing.T, ns string, secure bool, cmdFor command) {
 		}
 		got = append(got, l)
 		if l.Step == "get" {
-			// The client is about to watch from its list's RV; change
-			// things now, so some changes happen before it is connected.
-			for i := range 3 {
-				cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("new-%d", i)}}, metav1.CreateOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				want = append(want, line{Step: "event", Type: "ADDED", Name: cm.Name, Kind: "ConfigMap", ResourceVersion: cm.ResourceVersion})
-			}
-			cm, err := cms.Get(ctx, "a", metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cm.Data = map[string]string{"k": "v"}
-			if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			want = append(want, line{Step: "event", Type: "MODIFIED", Name: "a", Kind: "ConfigMap", ResourceVersion: cm.ResourceVersion})
-			for i := 3; i < 5; i++ {
-				cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("new-%d", i)}}, metav1.CreateOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				want = append(want, line{Step: "event", Type: "ADDED", Name: cm.Name, Kind: "ConfigMap", ResourceVersion: cm.ResourceVersion})
-			}
+			onGet()
 		}
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("%s: %v\n%s", cmd.Path, err, stderr.String())
 	}
-	if len(got) < 2 || got[0].Step != "list" || !cmp.Equal(got[0].Names, []string{"a", "b"}) || got[1].Step != "get" || got[1].Kind != "ConfigMap" {
-		t.Fatalf("list/get lines = %+v", got)
-	}
+	return got
+}
+
+// watched returns the event lines of a client's watch, failing the test
+// if it never resumed.
+func watched(t *testing.T, lines []line) []line {
+	t.Helper()
 	var evs []line
 	resumed := false
-	for _, l := range got[2:] {
+	for _, l := range lines {
 		switch l.Step {
 		case "event":
 			evs = append(evs, l)
@@ -190,7 +215,5 @@ func runExample(t *testing.T, ns string, secure bool, cmdFor command) {
 	if !resumed {
 		t.Error("the client never resumed its watch")
 	}
-	if diff := cmp.Diff(want, evs); diff != "" {
-		t.Errorf("events the client received (-want +got):\n%s", diff)
-	}
+	return evs
 }

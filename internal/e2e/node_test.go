@@ -12,20 +12,26 @@ import (
 // TestNodeClient runs examples/node/client.js: list, get, and a watch that
 // drops its stream halfway and resumes from the last resourceVersion. Every
 // change must arrive exactly once, in order. Once in plaintext, once over
-// TLS with a bearer token.
+// TLS with a bearer token; then the same with a field mask, on pods.
 func TestNodeClient(t *testing.T) {
 	dir, node := nodeExample(t, "examples/node", "@grpc/grpc-js")
+	cmdFor := func(ctx context.Context, addr, resource, namespace string, events int, sec *security, fields string) *exec.Cmd {
+		args := []string{filepath.Join(dir, "client.js"), addr, resource, namespace, fmt.Sprint(events)}
+		if fields != "" {
+			args = append(args, fields)
+		}
+		cmd := exec.CommandContext(ctx, node, args...)
+		if sec != nil {
+			cmd.Env = append(os.Environ(), "INFORMERD_CA_FILE="+sec.CAFile, "INFORMERD_TOKEN_FILE="+sec.TokenFile)
+		}
+		return cmd
+	}
 	for _, secure := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tls and token %v", secure), func(t *testing.T) {
-			runExample(t, fmt.Sprintf("node-client-%v", secure), secure, func(ctx context.Context, addr, resource, namespace string, events int, sec *security) *exec.Cmd {
-				cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.js"), addr, resource, namespace, fmt.Sprint(events))
-				if sec != nil {
-					cmd.Env = append(os.Environ(), "INFORMERD_CA_FILE="+sec.CAFile, "INFORMERD_TOKEN_FILE="+sec.TokenFile)
-				}
-				return cmd
-			})
+			runExample(t, fmt.Sprintf("node-client-%v", secure), secure, cmdFor)
 		})
 	}
+	t.Run("fields", func(t *testing.T) { runProjected(t, "node-client-fields", cmdFor) })
 }
 
 // nodeExample returns the folder of the Node.js example at path (from the

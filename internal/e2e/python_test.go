@@ -16,7 +16,10 @@ const (
 	python     = "/usr/bin/python3"
 	protoc     = "/usr/bin/protoc"
 	grpcPlugin = "/usr/bin/grpc_python_plugin"
-	aptInstall = "apt-get install -y python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc"
+	// fieldMask is the well-known type cache.proto imports, in protoc's
+	// own include folder.
+	fieldMask  = "/usr/include/google/protobuf/field_mask.proto"
+	aptInstall = "apt-get install -y python3-grpcio python3-protobuf protobuf-compiler libprotobuf-dev protobuf-compiler-grpc"
 )
 
 // TestPythonClient generates the Python modules of cache.proto with
@@ -24,13 +27,13 @@ const (
 // examples/python/client.py with Debian's python3: list, get, and a watch
 // that drops its stream halfway and resumes from the last resourceVersion.
 // Every change must arrive exactly once, in order. Once in plaintext, once
-// over TLS with a bearer token.
+// over TLS with a bearer token; then the same with a field mask, on pods.
 func TestPythonClient(t *testing.T) {
 	dir, err := filepath.Abs("../../examples/python")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bin := range []string{python, protoc, grpcPlugin} {
+	for _, bin := range []string{python, protoc, grpcPlugin, fieldMask} {
 		if _, err := os.Stat(bin); err != nil {
 			t.Fatalf("%s is missing: the Python example needs Debian's packages; as root run `apt-get update && %s`", bin, aptInstall)
 		}
@@ -43,19 +46,24 @@ func TestPythonClient(t *testing.T) {
 		"--plugin=protoc-gen-grpc_python="+grpcPlugin, "informerd/v1/cache.proto").CombinedOutput(); err != nil {
 		t.Fatalf("generate the Python modules: %v\n%s", err, out)
 	}
+	cmdFor := func(ctx context.Context, addr, resource, namespace string, events int, sec *security, fields string) *exec.Cmd {
+		args := []string{filepath.Join(dir, "client.py")}
+		if sec != nil {
+			args = append(args, "--ca-file", sec.CAFile, "--token-file", sec.TokenFile)
+		}
+		if fields != "" {
+			args = append(args, "--fields", fields)
+		}
+		cmd := exec.CommandContext(ctx, python, append(args, addr, resource, namespace, fmt.Sprint(events))...)
+		cmd.Env = append(withoutPythonEnv(os.Environ()), "PYTHONPATH="+gen, "PYTHONDONTWRITEBYTECODE=1")
+		return cmd
+	}
 	for _, secure := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tls and token %v", secure), func(t *testing.T) {
-			runExample(t, fmt.Sprintf("python-client-%v", secure), secure, func(ctx context.Context, addr, resource, namespace string, events int, sec *security) *exec.Cmd {
-				args := []string{filepath.Join(dir, "client.py")}
-				if sec != nil {
-					args = append(args, "--ca-file", sec.CAFile, "--token-file", sec.TokenFile)
-				}
-				cmd := exec.CommandContext(ctx, python, append(args, addr, resource, namespace, fmt.Sprint(events))...)
-				cmd.Env = append(withoutPythonEnv(os.Environ()), "PYTHONPATH="+gen, "PYTHONDONTWRITEBYTECODE=1")
-				return cmd
-			})
+			runExample(t, fmt.Sprintf("python-client-%v", secure), secure, cmdFor)
 		})
 	}
+	t.Run("fields", func(t *testing.T) { runProjected(t, "python-client-fields", cmdFor) })
 }
 
 // withoutPythonEnv drops variables with which another Python installation

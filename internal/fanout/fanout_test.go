@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/informerd/informerd/internal/deltafifo"
@@ -315,4 +316,53 @@ func watchers(h *Hub) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.watchers)
+}
+
+// blockingListener holds the dispatch at its first event until released.
+type blockingListener struct {
+	reached, release chan struct{}
+	once             bool
+}
+
+func (l *blockingListener) OnEvent(indexer.Event) {
+	if !l.once {
+		l.once = true
+		close(l.reached)
+		<-l.release
+	}
+}
+
+// TestNoIdleBookmarkInsideAGroup: a relist's deletes share one
+// resourceVersion; a watcher that has passed the first (not selected) but
+// not the next (selected) must not be offered a bookmark at that
+// resourceVersion, or a client resuming from it would miss the next.
+func TestNoIdleBookmarkInsideAGroup(t *testing.T) {
+	web := func(o *object.Object) *object.Object { o.Labels = object.Labels{"app", "web"}; return o }
+	r := newRig(t, 100, 100, pod("x", 1, "n2"), web(pod("y", 2, "n1")))
+	// Selecting by label, the watcher is told of every change, and passes
+	// over those it does not select.
+	w, _, _, err := r.hub.Watch(WatchOptions{Selection: Selection{Index: -1, Labels: labels.SelectorFromSet(labels.Set{"app": "web"})}, AllowBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &blockingListener{reached: make(chan struct{}), release: make(chan struct{})}
+	cancel := r.ix.AddListener(l)
+	defer cancel()
+	applied := make(chan struct{})
+	go func() {
+		defer close(applied)
+		r.ix.Apply([]deltafifo.Delta{
+			{Type: watch.Deleted, Object: pod("x", 1, "n2"), ResourceVersion: "200", Relist: true},
+			{Type: watch.Deleted, Object: web(pod("y", 2, "n1")), ResourceVersion: "200", Relist: true},
+		})
+	}()
+	<-l.reached // the hub has told the watcher of x's delete, not yet y's
+	if it, ok := w.IdleBookmark(); ok {
+		t.Errorf("inside the group at 200: IdleBookmark offered %v; a client resuming from it would miss y's delete", it)
+	}
+	close(l.release)
+	<-applied
+	if diff := cmp.Diff([]string{"DELETED 200 y"}, render(drain(t, w))); diff != "" {
+		t.Errorf("items (-want +got):\n%s", diff)
+	}
 }

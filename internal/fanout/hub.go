@@ -32,6 +32,9 @@ type Options struct {
 	// QueueLength bounds each watcher's queue of undelivered events, unless
 	// its WatchOptions set another bound. Default DefaultQueueLength.
 	QueueLength int
+	// MaxProjections bounds the distinct field masks in use at once (a
+	// watch with one more is refused); default DefaultMaxProjections.
+	MaxProjections int
 }
 
 // DefaultQueueLength is a watcher's queue bound when nothing sets one.
@@ -68,6 +71,10 @@ type Hub struct {
 	targets []*Watcher
 
 	coalesced atomic.Int64 // changes absorbed by coalescing watchers
+
+	// projections are the field masks in use, by key.
+	projections map[string]*shared
+	pstats      projectionStats
 }
 
 var _ indexer.Listener = (*Hub)(nil)
@@ -77,11 +84,16 @@ func New(ix *indexer.Indexer, opts Options) *Hub {
 	if opts.QueueLength <= 0 {
 		opts.QueueLength = DefaultQueueLength
 	}
+	if opts.MaxProjections <= 0 {
+		opts.MaxProjections = DefaultMaxProjections
+	}
 	h := &Hub{
 		ix: ix, opts: opts,
 		buckets:  map[bucket]map[*Watcher]struct{}{},
 		all:      map[*Watcher]struct{}{},
 		watchers: map[*Watcher]struct{}{},
+
+		projections: map[string]*shared{},
 	}
 	h.cancel = ix.AddListener(h)
 	return h
@@ -157,6 +169,10 @@ func (h *Hub) addLocked(w *Watcher) {
 func (h *Hub) remove(w *Watcher) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if _, ok := h.watchers[w]; !ok {
+		return
+	}
+	h.releaseLocked(w)
 	delete(h.watchers, w)
 	delete(h.all, w)
 	for _, b := range w.buckets() {
@@ -177,6 +193,15 @@ type Stats struct {
 	OldestUndelivered time.Time
 	// Coalesced counts changes absorbed by coalescing watchers, ever.
 	Coalesced int64
+	// Projections is the number of distinct field masks in use.
+	Projections int
+	// ProjectionEncodes counts objects projected for sending, ever: once
+	// per live event and mask, however many watchers share the mask, plus
+	// once per item of a replay or an initial list.
+	ProjectionEncodes int64
+	// ProjectionCompares counts earlier states projected to find whether a
+	// MODIFIED changed anything a mask keeps, ever.
+	ProjectionCompares int64
 }
 
 // Stats returns the watchers' figures; it visits every watcher.
@@ -186,8 +211,12 @@ func (h *Hub) Stats() Stats {
 	for w := range h.watchers {
 		ws = append(ws, w)
 	}
+	projections := len(h.projections)
 	h.mu.Unlock()
-	st := Stats{Watchers: len(ws), Coalesced: h.coalesced.Load()}
+	st := Stats{
+		Watchers: len(ws), Coalesced: h.coalesced.Load(), Projections: projections,
+		ProjectionEncodes: h.pstats.encodes.Load(), ProjectionCompares: h.pstats.compared.Load(),
+	}
 	for _, w := range ws {
 		w.mu.Lock()
 		depth, oldest := w.q.len(), w.q.oldest()

@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -17,6 +18,7 @@ import (
 	"github.com/informerd/informerd/internal/deltafifo"
 	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/object"
+	"github.com/informerd/informerd/internal/projection"
 )
 
 // The model test drives one hub with a random schedule of changes, relist
@@ -31,7 +33,10 @@ import (
 //     it when it was ended for being slow);
 //   - a coalescing watcher's messages, applied to its initial state, give
 //     the selection's current state, with no ADDED of a present object and
-//     no MODIFIED or DELETED of an absent one.
+//     no MODIFIED or DELETED of an absent one;
+//   - a watcher with a field mask receives each object as the mask shows
+//     it, and no MODIFIED that changes nothing the mask shows; the state
+//     its messages build is the current state as the mask shows it.
 
 // eventLog records every change the cache dispatches, in order, and the
 // Seq of the last event, bookmarks included.
@@ -57,8 +62,9 @@ type modelWatcher struct {
 	got     []Item
 	// start is the selected state the watcher begins from (coalescing).
 	start  map[string]string
-	err    error // how it ended, once it has
-	closed bool  // closed by the client
+	paths  []string // its field mask
+	err    error    // how it ended, once it has
+	closed bool     // closed by the client
 }
 
 type model struct {
@@ -80,7 +86,7 @@ func newModel(t testing.TB, seed uint64) *model {
 	m := &model{t: t, rnd: rnd, log: &eventLog{}, state: map[string]*object.Object{}, queue: queue, nextRV: 100}
 	var ds []deltafifo.Delta
 	for i := range rnd.IntN(5) {
-		o := pod("p"+strconv.Itoa(i), 10+i, m.node())
+		o := m.pod("p"+strconv.Itoa(i), 10+i)
 		m.state[o.Key] = o
 		ds = append(ds, deltafifo.Delta{Type: watch.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
 	}
@@ -96,6 +102,75 @@ func newModel(t testing.TB, seed uint64) *model {
 }
 
 func (m *model) node() string { return "n" + strconv.Itoa(m.rnd.IntN(3)) }
+
+// pod is a pod on a random node, with a random label and phase, and a
+// heartbeat that changes with every write: most writes change only
+// fields some masks do not show.
+func (m *model) pod(name string, rv int) *object.Object {
+	o := pod(name, rv, m.node())
+	app, phase := []string{"x", "y"}[m.rnd.IntN(2)], []string{"Pending", "Running"}[m.rnd.IntN(2)]
+	o.Labels = object.Labels{"app", app}
+	o.JSON = fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":%q,"uid":%q,"resourceVersion":%q,"labels":{"app":%q}},"status":{"phase":%q,"heartbeat":%d}}`,
+		o.Name, o.Namespace, o.UID, o.ResourceVersion, app, phase, rv)
+	return o
+}
+
+// modelMasks are the field masks watchers use; two spell one mask.
+var modelMasks = [][]string{nil, {"metadata.labels"}, {"status.phase"}, {"metadata.labels", "status.phase"}, {"status.phase", "metadata.labels"}}
+
+// modelProject is what a mask shows of o, written from the contract: the
+// identity fields, and the masked ones; canonical JSON, for comparing.
+func modelProject(t testing.TB, paths []string, o *object.Object) string {
+	var full struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name, Namespace, UID, ResourceVersion string
+			Labels                                map[string]string
+		}
+		Status map[string]any
+	}
+	if err := json.Unmarshal(o.JSON, &full); err != nil {
+		t.Fatalf("model pod %s: %v", o.JSON, err)
+	}
+	meta := map[string]any{"name": full.Metadata.Name, "namespace": full.Metadata.Namespace, "uid": full.Metadata.UID, "resourceVersion": full.Metadata.ResourceVersion}
+	out := map[string]any{"apiVersion": full.APIVersion, "kind": full.Kind, "metadata": meta}
+	for _, p := range paths {
+		switch p {
+		case "metadata.labels":
+			meta["labels"] = full.Metadata.Labels
+		case "status.phase":
+			out["status"] = map[string]any{"phase": full.Status["phase"]}
+		}
+	}
+	if paths == nil {
+		return canonical(t, o.JSON)
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+// canonical is JSON with its keys sorted.
+func canonical(t testing.TB, b []byte) string {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("not JSON: %s: %v", b, err)
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
+}
+
+// visible is what a mask shows of o, but its resourceVersion.
+func visible(t testing.TB, paths []string, o *object.Object) string {
+	if paths == nil {
+		return o.ResourceVersion
+	}
+	var v map[string]any
+	_ = json.Unmarshal([]byte(modelProject(t, paths, o)), &v)
+	delete(v["metadata"].(map[string]any), "resourceVersion")
+	b, _ := json.Marshal(v)
+	return string(b)
+}
 
 func (m *model) rv() string {
 	m.nextRV += 1 + m.rnd.IntN(2)
@@ -116,7 +191,7 @@ func (m *model) change() {
 	name := "p" + strconv.Itoa(m.rnd.IntN(8))
 	rv := m.rv()
 	n, _ := strconv.Atoi(rv)
-	o := pod(name, n, m.node())
+	o := m.pod(name, n)
 	typ := watch.Added
 	if _, ok := m.state[o.Key]; ok {
 		typ = watch.Modified
@@ -174,7 +249,12 @@ func (m *model) watch() {
 		AllowBookmarks: m.rnd.IntN(2) == 0,
 		Coalesce:       m.rnd.IntN(4) == 0,
 	}
-	mw := &modelWatcher{opts: opts, start: map[string]string{}}
+	mw := &modelWatcher{opts: opts, start: map[string]string{}, paths: modelMasks[m.rnd.IntN(len(modelMasks))]}
+	mask, err := projection.Compile(mw.paths)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	opts.Mask = mask
 	from := len(m.log.events)
 	switch m.rnd.IntN(3) {
 	case 0:
@@ -182,7 +262,7 @@ func (m *model) watch() {
 		for _, k := range m.keys() {
 			if o := m.state[k]; opts.Selection.Matches(o) {
 				mw.initial = append(mw.initial, Item{Type: watch.Added, Object: o})
-				mw.start[k] = o.ResourceVersion
+				mw.start[k] = visible(m.t, mw.paths, o)
 			}
 		}
 	case 1:
@@ -205,14 +285,14 @@ func (m *model) watch() {
 		}
 		for k, o := range state {
 			if opts.Selection.Matches(o) {
-				mw.start[k] = o.ResourceVersion
+				mw.start[k] = visible(m.t, mw.paths, o)
 			}
 		}
 	}
 	if !opts.SendInitialEvents && opts.ResourceVersion == "" {
 		for _, k := range m.keys() {
 			if o := m.state[k]; opts.Selection.Matches(o) {
-				mw.start[k] = o.ResourceVersion
+				mw.start[k] = visible(m.t, mw.paths, o)
 			}
 		}
 	}
@@ -353,17 +433,21 @@ func (m *model) check(i int, mw *modelWatcher) {
 		m.checkCoalesced(name, mw, got)
 		return
 	}
-	want := render(mw.initial)
+	want := m.renderAs(mw.paths, mw.initial)
 	for _, ev := range m.log.events[mw.from:] {
-		if it, ok := modelTranslate(mw.opts.Selection, ev); ok {
-			want = append(want, render([]Item{it})...)
+		it, ok := modelTranslate(mw.opts.Selection, ev)
+		if ok && it.Type == watch.Modified && visible(m.t, mw.paths, ev.Prev) == visible(m.t, mw.paths, ev.Object) {
+			ok = false // a change the mask does not show
+		}
+		if ok {
+			want = append(want, m.renderAs(mw.paths, []Item{it})...)
 		}
 	}
 	if mw.err != nil || mw.closed {
 		// Ended early: what it got must be where the stream was going.
 		want = want[:min(len(want), len(got))]
 	}
-	if diff := cmp.Diff(want, render(got), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(want, m.renderAs(nil, got), cmpopts.EquateEmpty()); diff != "" {
 		m.t.Fatalf("%s (err %v): items (-want +got):\n%s", name, mw.err, diff)
 	}
 }
@@ -382,7 +466,7 @@ func (m *model) checkCoalesced(name string, mw *modelWatcher, got []Item) {
 		case it.Type == watch.Deleted:
 			delete(state, it.Object.Key)
 		default:
-			state[it.Object.Key] = it.Object.ResourceVersion
+			state[it.Object.Key] = visible(m.t, mw.paths, it.Object)
 		}
 	}
 	if mw.err != nil || mw.closed {
@@ -391,12 +475,28 @@ func (m *model) checkCoalesced(name string, mw *modelWatcher, got []Item) {
 	want := map[string]string{}
 	for k, o := range m.state {
 		if mw.opts.Selection.Matches(o) {
-			want[k] = o.ResourceVersion
+			want[k] = visible(m.t, mw.paths, o)
 		}
 	}
 	if diff := cmp.Diff(want, state); diff != "" {
 		m.t.Fatalf("%s: state after its messages (-want +got):\n%s", name, diff)
 	}
+}
+
+// renderAs renders items with their objects as paths show them (as they
+// are, when paths is nil), for comparing with what a watcher received.
+func (m *model) renderAs(paths []string, items []Item) []string {
+	out := render(items)
+	for i, it := range items {
+		if it.Object != nil {
+			if paths != nil {
+				out[i] += " " + modelProject(m.t, paths, it.Object)
+			} else {
+				out[i] += " " + canonical(m.t, it.Object.JSON)
+			}
+		}
+	}
+	return out
 }
 
 func lastRV(items []Item) string {

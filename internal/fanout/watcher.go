@@ -1,12 +1,14 @@
 package fanout
 
 import (
+	"cmp"
 	"context"
 
 	"sync"
 
 	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/object"
+	"github.com/informerd/informerd/internal/projection"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -24,6 +26,11 @@ type WatchOptions struct {
 	// QueueLength bounds the watcher's queue of undelivered events (past
 	// it, Next replays from history); 0 means the hub's default.
 	QueueLength int
+	// Mask, when not nil, is the fields of each object to send: objects
+	// are projected (once per event for every watcher with the same mask)
+	// and a MODIFIED that changes none of them is not sent. Selection is
+	// decided on the whole object.
+	Mask *projection.Mask
 }
 
 // replayChunk bounds the events a lagging watcher copies from the cache's
@@ -61,6 +68,9 @@ type Watcher struct {
 	resumed bool
 
 	stamp uint64 // the last event's Seq the hub visited it for; guarded by hub.mu
+	// shared projects the live events for this watcher's mask; set before
+	// the watcher is registered (under Hub.mu), never changed after.
+	shared *shared
 }
 
 // Watch registers a watcher and returns it with the items to send first
@@ -85,13 +95,13 @@ func (h *Hub) Watch(opts WatchOptions) (w *Watcher, initial []Item, at string, e
 	if opts.SendInitialEvents {
 		start = indexer.Start{Snapshot: true, Match: opts.Selection.Matches}
 	}
-	var closed error
+	var closed, refused error
 	err = h.ix.Join(start, func(j indexer.Joined) {
 		for _, o := range j.Snapshot {
 			initial = append(initial, Item{Type: watch.Added, Object: o, ResourceVersion: j.At.ResourceVersion})
 		}
 		for _, ev := range j.Replay {
-			if it, ok := opts.Selection.translate(ev); ok {
+			if it, ok := w.view(ev); ok {
 				w.q.push(it, true)
 			}
 		}
@@ -111,13 +121,20 @@ func (h *Hub) Watch(opts WatchOptions) (w *Watcher, initial []Item, at string, e
 			closed = h.closed
 			return
 		}
+		if refused = h.acquireLocked(w); refused != nil {
+			return
+		}
 		h.addLocked(w)
 	})
 	if err == nil {
-		err = closed
+		err = cmp.Or(closed, refused)
 	}
 	if err != nil {
 		return nil, nil, "", err
+	}
+	// Projected outside the cache's lock, for this watcher alone.
+	for i, it := range initial {
+		initial[i], _ = projectAlone(opts.Mask, indexer.Event{Type: watch.Added, Object: it.Object}, it, &h.pstats)
 	}
 	return w, initial, at, nil
 }
@@ -137,6 +154,16 @@ func (w *Watcher) buckets() []bucket {
 	return nil
 }
 
+// view is what ev means to this watcher, decided alone: for replays,
+// which decide exactly as the live delivery does.
+func (w *Watcher) view(ev indexer.Event) (Item, bool) {
+	it, ok := w.opts.Selection.translate(ev)
+	if !ok {
+		return it, false
+	}
+	return projectAlone(w.opts.Mask, ev, it, &w.hub.pstats)
+}
+
 func (w *Watcher) wake() {
 	select {
 	case w.notify <- struct{}{}:
@@ -147,6 +174,9 @@ func (w *Watcher) wake() {
 // deliver queues what ev means to this watcher; it never blocks.
 func (w *Watcher) deliver(ev indexer.Event) {
 	it, ok := w.opts.Selection.translate(ev)
+	if ok && w.shared != nil {
+		it, ok = w.shared.project(ev, it, &w.hub.pstats)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil || w.lagging || ev.Seq <= w.pos {
@@ -183,18 +213,25 @@ func (w *Watcher) upstreamBookmark(ev indexer.Event) {
 // IdleBookmark returns a BOOKMARK item at the latest resourceVersion this
 // watcher has been fully served up to, if the watch allows bookmarks, nothing
 // is pending and the client has not been told of it; the stream sends one
-// when it has been idle a while. The item counts as sent.
-func (w *Watcher) IdleBookmark() (Item, bool) {
+// when it has been idle a while. The item counts as sent. It offers none
+// while the cache is dispatching a batch: the watcher may have passed the
+// first events of a group sharing one resourceVersion (ones it does not
+// select, or whose projection did not change) but not the rest, and a
+// client resuming from that resourceVersion would miss them.
+func (w *Watcher) IdleBookmark() (it Item, ok bool) {
 	if !w.opts.AllowBookmarks {
 		return Item{}, false
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil || w.lagging || w.q.len() > 0 || !after(w.lastRV, w.sentRV) {
-		return Item{}, false
-	}
-	w.sentRV = w.lastRV
-	return Item{Type: watch.Bookmark, ResourceVersion: w.lastRV}, true
+	w.hub.ix.BetweenBatches(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.err != nil || w.lagging || w.q.len() > 0 || !after(w.lastRV, w.sentRV) {
+			return
+		}
+		w.sentRV = w.lastRV
+		it, ok = Item{Type: watch.Bookmark, ResourceVersion: w.lastRV}, true
+	})
+	return it, ok
 }
 
 // after reports whether resourceVersion a is newer than b ("" is oldest).
@@ -284,7 +321,7 @@ func (w *Watcher) replay() ([]Item, error) {
 	var items []Item
 	err := w.hub.ix.ReplayAfter(from, replayChunk, func(evs []indexer.Event, caughtUp bool, at indexer.Position) {
 		for _, ev := range evs {
-			if it, ok := w.opts.Selection.translate(ev); ok {
+			if it, ok := w.view(ev); ok {
 				items = append(items, it)
 			}
 		}

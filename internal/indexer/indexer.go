@@ -144,6 +144,19 @@ func (ix *Indexer) Apply(deltas []deltafifo.Delta) {
 	}
 }
 
+// BetweenBatches calls fn while no Apply is dispatching, and reports
+// whether it did: it does not wait for one that is. Every event of a
+// batch, so every event of a group sharing one resourceVersion, has then
+// been told to the listeners, or none has. fn must not call Apply.
+func (ix *Indexer) BetweenBatches(fn func()) bool {
+	if !ix.dispatching.TryLock() {
+		return false
+	}
+	defer ix.dispatching.Unlock()
+	fn()
+	return true
+}
+
 // maxPending bounds the event buffer Apply keeps between calls.
 const maxPending = 1024
 

@@ -24,6 +24,8 @@ func TestUpstreamRV(t *testing.T) {
 	var paths []string
 	var requests atomic.Int64
 	release, started := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if requests.Add(1) == 1 {
 			close(started)
@@ -36,6 +38,7 @@ func TestUpstreamRV(t *testing.T) {
 		_, _ = w.Write([]byte(`{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"42"},"items":[]}`))
 	}))
 	defer api.Close()
+	defer free() // first: Close waits for the request held until release
 	server, err := newAPIServer(&rest.Config{Host: api.URL})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +52,7 @@ func TestUpstreamRV(t *testing.T) {
 		rv, _ := u.current(context.Background(), cms, "team-a")
 		first <- rv
 	}()
-	<-started
+	testenv.Receive(t, time.Minute, "the first request to reach the API server", started)
 	// Readers arriving now wait for one new request, not the one in flight.
 	var wg sync.WaitGroup
 	for range 20 {
@@ -66,9 +69,9 @@ func TestUpstreamRV(t *testing.T) {
 		rs := u.rounds[scope{cms, "team-a"}]
 		return rs != nil && rs.next != nil && rs.next.waiters == 20
 	})
-	close(release)
-	wg.Wait()
-	if rv := <-first; rv != "42" {
+	free()
+	testenv.Within(t, time.Minute, "the 20 readers to get a resourceVersion", wg.Wait)
+	if rv := testenv.Receive(t, time.Minute, "the first reader to get a resourceVersion", first); rv != "42" {
 		t.Errorf("first current = %q", rv)
 	}
 	if n := requests.Load(); n != 2 {

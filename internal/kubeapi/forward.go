@@ -1,8 +1,10 @@
 package kubeapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
@@ -34,7 +36,7 @@ func newForwarder(cfg *rest.Config, maxBody int64, obs Observer, log *slog.Logge
 			pr.SetURL(target)
 			pr.Out.Host = target.Host
 		},
-		Transport: rt,
+		Transport: endWithAnswer{rt},
 		// Watches, logs and exec stream: send each write at once.
 		FlushInterval: -1,
 		ModifyResponse: func(resp *http.Response) error {
@@ -63,6 +65,48 @@ func newForwarder(cfg *rest.Config, maxBody int64, obs Observer, log *slog.Logge
 		}
 		proxy.ServeHTTP(w, r)
 	}), nil
+}
+
+// endWithAnswer ends a forwarded request once its answer has been relayed,
+// even when the caller never sends the rest of its body. The API server may
+// answer before reading the body (a 403 from authorization, say), and an
+// HTTP/2 client that sees a status above 299 stops sending it
+// (golang.org/x/net/http2, so client-go). The HTTP/2 transport to the API
+// server is then still reading the caller's body for a request already
+// answered, and closing the answer's body waits for that read, or for the
+// request's context to end (golang/go#48908): the caller waits for the end
+// of the answer, the forwarder for the caller's body, and both wait forever.
+// Ending the request's context when the answer's body is closed (after
+// ReverseProxy has copied it) breaks that wait.
+type endWithAnswer struct{ next http.RoundTripper }
+
+func (t endWithAnswer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body == nil || r.Header.Get("Upgrade") != "" {
+		// No body to wait for; or a connection upgrade (exec,
+		// port-forward), whose answer's body ReverseProxy uses as the
+		// connection, which the request's own context ends.
+		return t.next.RoundTrip(r)
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	resp, err := t.next.RoundTrip(r.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose is an answer's body whose Close ends its request's context
+// first, so that the transport's Close does not wait for the request's body.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b cancelOnClose) Close() error {
+	b.cancel()
+	return b.ReadCloser.Close()
 }
 
 // cannotForward explains why a request without a bearer token is not

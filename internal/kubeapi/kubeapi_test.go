@@ -11,12 +11,14 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,6 +44,36 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+// testTimeout bounds a test's calls to the API server and to informerd: a
+// call that hangs fails its test, naming the call, instead of running into
+// the package's timeout.
+const testTimeout = 2 * time.Minute
+
+// testContext is the test's context, ended after testTimeout.
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+var (
+	runsMu sync.Mutex
+	runs   = map[string]int{}
+)
+
+// namespace returns base for the first run of a test in this process and
+// base-N for its Nth (go test -count=N): the test control plane has no
+// namespace controller, so a namespace, once created, stays.
+func namespace(base string) string {
+	runsMu.Lock()
+	defer runsMu.Unlock()
+	runs[base]++
+	if n := runs[base]; n > 1 {
+		return fmt.Sprintf("%s-%d", base, n)
+	}
+	return base
+}
 
 // fixture is informerd's Kubernetes API over the caches of configmaps and
 // pods (indexed by node), served on a TLS port with HTTP/2, next to the
@@ -69,7 +101,7 @@ resources:
 func setupWith(t *testing.T, ns, yaml string) *fixture {
 	t.Helper()
 	direct := kubernetes.NewForConfigOrDie(env.Config)
-	ctx := context.Background()
+	ctx := testContext(t)
 	if _, err := direct.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +127,10 @@ func setupWith(t *testing.T, ns, yaml string) *fixture {
 	srv := httptest.NewUnstartedServer(h)
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
-	t.Cleanup(func() { h.Stop(); srv.Close() })
+	t.Cleanup(func() {
+		h.Stop()
+		testenv.Within(t, time.Minute, "informerd's server to close (it waits for every request being served)", srv.Close)
+	})
 	cfg := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: certPEM(srv)}}
 	return &fixture{direct: direct, cached: kubernetes.NewForConfigOrDie(cfg), cachedConfig: cfg, set: set, handler: h}
 }
@@ -134,9 +169,9 @@ func (f *fixture) waitRV(t *testing.T, resource, rv string) {
 }
 
 func TestListGetAsTheAPIServer(t *testing.T) {
-	const ns = "kapi-list"
+	ns := namespace("kapi-list")
 	f := setup(t, ns)
-	ctx := context.Background()
+	ctx := testContext(t)
 	var last string
 	for i := range 7 {
 		cm, err := f.direct.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
@@ -261,9 +296,9 @@ func TestListGetAsTheAPIServer(t *testing.T) {
 }
 
 func TestFieldSelectorThroughIndex(t *testing.T) {
-	const ns = "kapi-index"
+	ns := namespace("kapi-index")
 	f := setup(t, ns)
-	ctx := context.Background()
+	ctx := testContext(t)
 	var last string
 	for i := range 4 {
 		p, err := f.direct.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
@@ -333,9 +368,9 @@ func collect(t *testing.T, w watch.Interface, n int) []event {
 }
 
 func TestWatchAsTheAPIServer(t *testing.T) {
-	const ns = "kapi-watch"
+	ns := namespace("kapi-watch")
 	f := setup(t, ns)
-	ctx := context.Background()
+	ctx := testContext(t)
 	start, err := f.direct.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -386,7 +421,7 @@ func TestWatchAsTheAPIServer(t *testing.T) {
 			return
 		}
 		defer w.Stop()
-		ev := <-w.ResultChan()
+		ev := testenv.Receive(t, 30*time.Second, "the first event of a watch from resourceVersion 1", w.ResultChan())
 		if ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
 			t.Fatalf("watch from 1: first event %s %v, want ERROR 410 Expired", ev.Type, ev.Object)
 		}
@@ -394,9 +429,9 @@ func TestWatchAsTheAPIServer(t *testing.T) {
 }
 
 func TestStreamingListInformer(t *testing.T) {
-	const ns = "kapi-informer"
+	ns := namespace("kapi-informer")
 	f := setup(t, ns)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testContext(t))
 	defer cancel()
 	for i := range 3 {
 		if _, err := f.direct.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm%d", i)}}, metav1.CreateOptions{}); err != nil {
@@ -406,11 +441,19 @@ func TestStreamingListInformer(t *testing.T) {
 	// client-go v0.37 informers list with a streaming watch (WatchList)
 	// by default: sendInitialEvents=true, ending at the bookmark annotated
 	// k8s.io/initial-events-end.
+	var mu sync.Mutex
 	var requests []string
+	sent := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(requests)
+	}
 	cfg := rest.CopyConfig(f.cachedConfig)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
 			requests = append(requests, r.URL.RawQuery)
+			mu.Unlock()
 			return rt.RoundTrip(r)
 		})
 	})
@@ -420,10 +463,10 @@ func TestStreamingListInformer(t *testing.T) {
 	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
 	defer scancel()
 	if !cache.WaitForCacheSync(sctx.Done(), inf.HasSynced) {
-		t.Fatalf("informer through informerd did not sync; requests: %v", requests)
+		t.Fatalf("informer through informerd did not sync; requests: %v", sent())
 	}
-	if !slices.ContainsFunc(requests, func(q string) bool { return strings.Contains(q, "sendInitialEvents=true") }) {
-		t.Errorf("the informer did not use a streaming list; requests: %v", requests)
+	if !slices.ContainsFunc(sent(), func(q string) bool { return strings.Contains(q, "sendInitialEvents=true") }) {
+		t.Errorf("the informer did not use a streaming list; requests: %v", sent())
 	}
 	if n := len(inf.GetStore().ListKeys()); n != 3 {
 		t.Errorf("informer holds %d configmaps, want 3", n)
@@ -443,33 +486,12 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestForwardedWithTheCallersToken(t *testing.T) {
-	const ns = "kapi-forward"
+	ns := namespace("kapi-forward")
 	f := setup(t, ns)
-	ctx := context.Background()
-	if _, err := f.direct.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "writer"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.direct.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "cm-writer"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "get", "list", "watch"}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.direct.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "cm-writer"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "cm-writer"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "writer", Namespace: ns}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := f.direct.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "writer", &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx := testContext(t)
+	token := serviceAccountToken(t, f.direct, ns, "writer", "create", "get", "list", "watch")
 	withToken := rest.CopyConfig(f.cachedConfig)
-	withToken.BearerToken = tr.Status.Token
+	withToken.BearerToken = token
 	writer := kubernetes.NewForConfigOrDie(withToken)
 
 	if _, err := writer.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written"}}, metav1.CreateOptions{}); err != nil {
@@ -479,7 +501,7 @@ func TestForwardedWithTheCallersToken(t *testing.T) {
 		t.Errorf("the forwarded create did not reach the API server: %v", err)
 	}
 	// The caller's own permissions apply, not informerd's.
-	_, err = writer.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, metav1.CreateOptions{})
+	_, err := writer.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("create of a secret the caller may not create = %v, want Forbidden", err)
 	}
@@ -491,7 +513,7 @@ func TestForwardedWithTheCallersToken(t *testing.T) {
 }
 
 func TestDiscovery(t *testing.T) {
-	f := setup(t, "kapi-discovery")
+	f := setup(t, namespace("kapi-discovery"))
 	want, err := f.direct.Discovery().ServerPreferredResources()
 	if err != nil {
 		t.Fatal(err)
@@ -512,10 +534,12 @@ func TestDiscovery(t *testing.T) {
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
 // serviceAccountToken creates ServiceAccount name in ns, bound to a Role
-// with verbs on configmaps, and returns a token for the API server.
+// with verbs on configmaps, and returns a token for the API server once the
+// API server authorizes it: its RBAC authorizer reads the new Role and
+// RoleBinding from informers, and refuses the token until they arrive.
 func serviceAccountToken(t *testing.T, kube *kubernetes.Clientset, ns, name string, verbs ...string) string {
 	t.Helper()
-	ctx := context.Background()
+	ctx := testContext(t)
 	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -538,6 +562,20 @@ func serviceAccountToken(t *testing.T, kube *kubernetes.Clientset, ns, name stri
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := rest.AnonymousClientConfig(env.Config)
+	cfg.BearerToken = tr.Status.Token
+	as := kubernetes.NewForConfigOrDie(cfg)
+	testenv.Eventually(t, time.Minute, fmt.Sprintf("the API server to authorize ServiceAccount %s to %v configmaps", name, verbs), func() bool {
+		for _, verb := range verbs {
+			r, err := as.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Resource: "configmaps"}},
+			}, metav1.CreateOptions{})
+			if err != nil || !r.Status.Allowed {
+				return false
+			}
+		}
+		return true
+	})
 	return tr.Status.Token
 }
 
@@ -545,9 +583,9 @@ func serviceAccountToken(t *testing.T, kube *kubernetes.Clientset, ns, name stri
 // manager against informerd: its cache reads through informerd's watch,
 // its writes are forwarded with its token.
 func TestControllerRuntimeManager(t *testing.T) {
-	const ns = "kapi-manager"
+	ns := namespace("kapi-manager")
 	f := setup(t, ns)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testContext(t))
 	defer cancel()
 	if _, err := f.direct.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "existing"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -567,7 +605,9 @@ func TestControllerRuntimeManager(t *testing.T) {
 	go func() { done <- mgr.Start(ctx) }()
 	defer func() {
 		cancel()
-		if err := <-done; err != nil {
+		// controller-runtime's Manager.Start does not return when its
+		// context ends before its caches have synced.
+		if err := testenv.Receive(t, time.Minute, "the manager to stop", done); err != nil {
 			t.Errorf("manager: %v", err)
 		}
 	}()
@@ -590,7 +630,7 @@ func TestControllerRuntimeManager(t *testing.T) {
 // TestLimits refuses a list past its caller's rate with the API server's
 // 429 and a Retry-After, which client-go honours.
 func TestLimits(t *testing.T) {
-	const ns = "kapi-limits"
+	ns := namespace("kapi-limits")
 	f := setup(t, ns)
 	h, err := kubeapi.New(kubeapi.Options{
 		Caches: f.set, Upstream: env.Config,
@@ -601,9 +641,10 @@ func TestLimits(t *testing.T) {
 	}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
+	client := &http.Client{Timeout: time.Minute}
 	get := func() *http.Response {
 		t.Helper()
-		resp, err := http.Get(srv.URL + "/api/v1/namespaces/" + ns + "/configmaps")
+		resp, err := client.Get(srv.URL + "/api/v1/namespaces/" + ns + "/configmaps")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -627,9 +668,9 @@ func TestLimits(t *testing.T) {
 // namespaces, goes to the API server (here refused, for want of a token),
 // never an incomplete answer from the cache.
 func TestPartialCacheIsForwarded(t *testing.T) {
-	const ns = "kapi-narrow"
+	ns := namespace("kapi-narrow")
 	f := setupWith(t, ns, "resources: [{resource: configmaps, namespace: "+ns+"}]")
-	ctx := context.Background()
+	ctx := testContext(t)
 	if _, err := f.cached.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err != nil {
 		t.Errorf("list of the cached namespace: %v", err)
 	}

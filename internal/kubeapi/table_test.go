@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,7 +22,9 @@ const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/js
 // table asks c for path as a Table, as kubectl get does.
 func table(t *testing.T, c rest.Interface, path string) *metav1.Table {
 	t.Helper()
-	body, err := c.Get().AbsPath(path).SetHeader("Accept", tableAccept).DoRaw(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	body, err := c.Get().AbsPath(path).SetHeader("Accept", tableAccept).DoRaw(ctx)
 	if err != nil {
 		t.Fatalf("GET %s as a Table: %v", path, err)
 	}
@@ -59,7 +62,7 @@ func columnNames(tb *metav1.Table) []string {
 // TestTableOfACustomResource prints a CRD's additionalPrinterColumns as the
 // API server does.
 func TestTableOfACustomResource(t *testing.T) {
-	ctx := context.Background()
+	ctx := testContext(t)
 	dyn := dynamic.NewForConfigOrDie(env.Config)
 	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	crd := &unstructured.Unstructured{Object: map[string]any{
@@ -80,10 +83,10 @@ func TestTableOfACustomResource(t *testing.T) {
 			}},
 		},
 	}}
-	if _, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+	if _, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) { // from an earlier run (-count)
 		t.Fatal(err)
 	}
-	const ns = "kapi-table"
+	ns := namespace("kapi-table")
 	f := setupWith(t, ns, "resources: [{resource: gadgets.kapi.example.com}, {resource: configmaps}]")
 	gadgets := schema.GroupVersionResource{Group: "kapi.example.com", Version: "v1", Resource: "gadgets"}
 	var last string
@@ -100,7 +103,12 @@ func TestTableOfACustomResource(t *testing.T) {
 	}
 	testenv.Eventually(t, time.Minute, "gadgets cached", func() bool {
 		p, ok := f.set.Lookup("gadgets.kapi.example.com")
-		return ok && p.Cache().Stats().Synced && p.Cache().WaitFor(ctx, last) == nil
+		if !ok || !p.Cache().Stats().Synced {
+			return false
+		}
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		return p.Cache().WaitFor(wctx, last) == nil
 	})
 	direct, cached := f.direct.CoreV1().RESTClient(), f.cached.CoreV1().RESTClient()
 	for _, path := range []string{"/apis/kapi.example.com/v1/namespaces/" + ns + "/gadgets", "/apis/kapi.example.com/v1/namespaces/" + ns + "/gadgets/red", "/api/v1/namespaces/" + ns + "/configmaps"} {

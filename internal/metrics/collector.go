@@ -37,6 +37,9 @@ var (
 	descQueueMax    = desc("informerd_watch_queue_depth_max", "The longest queue of undelivered changes among the Watch streams.")
 	descOldest      = desc("informerd_watch_oldest_undelivered_seconds", "Age of the oldest change that some Watch stream has not been handed yet; 0 when none waits.")
 	descCoalesced   = desc("informerd_watch_coalesced_events_total", "Changes absorbed by coalescing Watch streams (slow_consumer_policy COALESCE).")
+	descProjections = desc("informerd_watch_projections", "Distinct field masks in use by the resource's Watch streams (bounded by --max-projections).")
+	descProjEncodes = desc("informerd_watch_projection_encodes_total", "Objects projected through a field mask for Watch streams: once per live event and distinct mask, however many streams share the mask, plus once per object of a replay or initial list.")
+	descProjCompare = desc("informerd_watch_projection_compares_total", "Earlier states projected to find whether a MODIFIED changed anything a field mask keeps; a change that did not is sent to no stream with that mask.")
 
 	descRestored    = desc("informerd_cache_restored", "1 while the cache serves what was restored from --state-dir at start and the API server has not yet confirmed it (accepted the watch resumed from its resourceVersion, or answered a relist), else 0.")
 	descStateLag    = desc("informerd_state_lag_events", "Cached changes not yet written to --state-dir.")
@@ -69,7 +72,7 @@ var _ prometheus.Collector = (*Collector)(nil)
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descObjects, descBytes, descRV, descSynced, descHistory, descStaleness, descRelists, descWatchStarts, descExpired, descErrors, descWatchers, descQueueMax, descOldest, descCoalesced, descIngestErrors, descIndexErrors,
+	for _, d := range []*prometheus.Desc{descObjects, descBytes, descRV, descSynced, descHistory, descStaleness, descRelists, descWatchStarts, descExpired, descErrors, descWatchers, descQueueMax, descOldest, descCoalesced, descProjections, descProjEncodes, descProjCompare, descIngestErrors, descIndexErrors,
 		descRestored, descStateLag, descStateLagAge, descStateWrites, descStateFull, descStateErrors, descStateTime, descStateBytes, descStateAside} {
 		ch <- d
 	}
@@ -105,6 +108,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descOldest, age)
 		counter(descCoalesced, ws.Coalesced)
+		gauge(descProjections, float64(ws.Projections))
+		counter(descProjEncodes, ws.ProjectionEncodes)
+		counter(descProjCompare, ws.ProjectionCompares)
 		if st.Phase == pipeline.Restored {
 			gauge(descRestored, 1)
 		} else {

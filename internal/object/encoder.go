@@ -86,11 +86,43 @@ func (e *Encoder) IndexErrors() []int64 {
 // list, so the buffer does not hold what will be dropped. It may run more
 // than once on the same object.
 func (e *Encoder) Transform(r *Raw) {
+	if r.prepared {
+		return
+	}
 	if e.stripManagedFields {
 		if out, found := jsonparser.DeleteFound(r.JSON, "metadata", "managedFields"); found {
 			r.JSON = out
 		}
 	}
+}
+
+// Prepare readies r, whose JSON is borrowed (the caller's read buffer,
+// valid until its next read), for Encode: it applies the transform in
+// place and copies the result into memory of r's own, of exactly its
+// length, which Encode then keeps without another copy. The API server's
+// bytes are copied once, and what is dropped is never copied.
+func (e *Encoder) Prepare(r *Raw) {
+	data := r.JSON
+	start, end, cut := 0, 0, false
+	if e.stripManagedFields && !r.prepared {
+		start, end, cut = managedFieldsSpan(data)
+	}
+	if !cut {
+		start, end = len(data), len(data)
+	}
+	// The bytes before and after the cut, copied once.
+	own := make([]byte, len(data)-(end-start))
+	copy(own[copy(own, data[:start]):], data[end:])
+	r.JSON, r.prepared = own, true
+}
+
+// PrepareAs readies r as Prepare does, taking the JSON of cached, the
+// same object at the same resourceVersion already encoded (as a relist
+// brings the objects that did not change): nothing is copied, and the
+// Object Encode returns shares cached's bytes, so a relist does not hold a
+// second copy of the cache.
+func PrepareAs(r *Raw, cached *Object) {
+	r.JSON, r.prepared = cached.JSON, true
 }
 
 // EncodeUnstructured encodes an unstructured object, as Encode would the
@@ -108,7 +140,8 @@ func (e *Encoder) EncodeUnstructured(u *unstructured.Unstructured) (*Object, err
 }
 
 // Encode transforms r, computes its index values and encodes it once. The
-// Object keeps none of r's memory. An index that fails on r is counted
+// Object keeps none of r's memory, except the JSON of a prepared r
+// (Prepare). An index that fails on r is counted
 // (IndexErrors) and left without a value; EncodeWithIndexErrors also says
 // which.
 func (e *Encoder) Encode(r *Raw) (*Object, error) {
@@ -126,7 +159,11 @@ func (e *Encoder) EncodeWithIndexErrors(r *Raw) (*Object, []IndexError, error) {
 	}
 	ns, name := r.Namespace, r.Name
 	// A copy of its own length: r.JSON may have room left by the transform.
-	o := &Object{JSON: slices.Clone(r.JSON), UID: string(r.UID), ResourceVersion: r.ResourceVersion, Labels: labels}
+	json := r.JSON
+	if !r.prepared {
+		json = slices.Clone(r.JSON)
+	}
+	o := &Object{JSON: json, UID: string(r.UID), ResourceVersion: r.ResourceVersion, Labels: labels}
 	o.RV, _ = ParseRV(o.ResourceVersion)
 	if ns == "" {
 		o.Key, o.Name = name, name
@@ -155,20 +192,20 @@ func (e *Encoder) EncodeWithIndexErrors(r *Raw) (*Object, []IndexError, error) {
 
 // parseLabels reads metadata.labels, sorted by key and interned.
 func parseLabels(data []byte) (Labels, error) {
-	var l Labels
+	l := make(Labels, 0, 16)
 	err := jsonparser.ObjectEach(data, func(k, v []byte, typ jsonparser.ValueType, _ int) error {
 		if typ != jsonparser.String {
 			return fmt.Errorf("label %q is a JSON %s, want a string", k, typ)
 		}
-		key, err := parseString(k)
+		key, err := internString(k)
 		if err != nil {
 			return err
 		}
-		val, err := parseString(v)
+		val, err := internString(v)
 		if err != nil {
 			return err
 		}
-		l = append(l, intern(key), intern(val))
+		l = append(l, key, val)
 		return nil
 	}, "metadata", "labels")
 	if errors.Is(err, jsonparser.KeyPathNotFoundError) {
@@ -179,6 +216,9 @@ func parseLabels(data []byte) (Labels, error) {
 	}
 	sort.Sort(byKey(l))
 	// Cached for the object's life: no spare capacity from appending.
+	if len(l) == 0 {
+		return nil, nil
+	}
 	return slices.Clip(slices.Clone(l)), nil
 }
 

@@ -426,3 +426,120 @@ func hasDuplicateKeys(doc []byte) bool {
 	}
 	return walk()
 }
+
+// TestPrepare: a prepared object is transformed and copied once, out of
+// the borrowed buffer; Encode keeps that copy; an object prepared as a
+// cached one shares the cached bytes; and the Object encodes the same as
+// without Prepare.
+func TestPrepare(t *testing.T) {
+	enc, err := NewEncoder([]IndexSpec{{Name: "node", JSONPath: "{.spec.nodeName}"}, {Name: "app", Label: "app"}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(testPod().Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := enc.Encode(mustParse(t, slices.Clone(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	borrowed := slices.Clone(data)
+	r := mustParse(t, borrowed)
+	enc.Prepare(r)
+	for i := range borrowed {
+		borrowed[i] = 'x' // the caller's buffer is reused
+	}
+	if cap(r.JSON) != len(r.JSON) {
+		t.Errorf("prepared JSON has %d bytes of room, want none", cap(r.JSON)-len(r.JSON))
+	}
+	got, err := enc.Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("prepared object encodes differently (-unprepared +prepared):\n%s", diff)
+	}
+	if &got.JSON[0] != &r.JSON[0] {
+		t.Error("Encode copied a prepared object's JSON")
+	}
+
+	again := mustParse(t, slices.Clone(data))
+	PrepareAs(again, want)
+	shared, err := enc.Encode(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &shared.JSON[0] != &want.JSON[0] {
+		t.Error("an object prepared as a cached one does not share its bytes")
+	}
+	if diff := cmp.Diff(want, shared); diff != "" {
+		t.Errorf("object prepared as a cached one (-cached +got):\n%s", diff)
+	}
+}
+
+func mustParse(t *testing.T, data []byte) *Raw {
+	t.Helper()
+	r, err := ParseRaw(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestPrepareCutsManagedFields holds Prepare's one-scan cut to deleting
+// the key from the decoded object, wherever managedFields sits in
+// metadata and however the JSON is spaced.
+func TestPrepareCutsManagedFields(t *testing.T) {
+	for _, data := range []string{
+		`{"kind":"Pod","metadata":{"name":"a","managedFields":[{"manager":"x"}],"uid":"u"}}`,
+		`{"kind":"Pod","metadata":{"managedFields":[{"manager":"x"}],"name":"a"}}`,
+		`{"kind":"Pod","metadata":{"name":"a","managedFields":[{"manager":"x"}]}}`,
+		`{"kind":"Pod","metadata":{"managedFields":[]}}`,
+		"{ \"kind\" : \"Pod\" , \"metadata\" : { \"name\" : \"a\" ,\n \"managedFields\" :\t[ {\"m\":\"}\"} ] , \"uid\":\"u\" } }",
+		"{\"metadata\":{ \"managedFields\" : null ,\r\n \"name\":\"a\"}}",
+		`{"kind":"Pod","spec":{"managedFields":[1]},"metadata":{"name":"a"}}`,
+		`{"kind":"Pod","metadata":{"name":"managedFields"}}`,
+	} {
+		checkCut(t, []byte(data))
+	}
+}
+
+func FuzzPrepareCutsManagedFields(f *testing.F) {
+	f.Add([]byte(`{"kind":"Pod","metadata":{"name":"a","managedFields":[{"manager":"x"}],"uid":"u"}}`))
+	f.Add([]byte(`{"metadata":{"managedFields":{}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var m map[string]any
+		if json.Unmarshal(data, &m) != nil {
+			return
+		}
+		checkCut(t, data)
+	})
+}
+
+// checkCut prepares data with managedFields stripped and compares the
+// result with the decoded object without metadata.managedFields.
+func checkCut(t *testing.T, data []byte) {
+	t.Helper()
+	var want map[string]any
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatalf("test input %q: %v", data, err)
+	}
+	if md, ok := want["metadata"].(map[string]any); ok {
+		delete(md, "managedFields")
+	}
+	enc, err := NewEncoder(nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Raw{JSON: slices.Clone(data)}
+	enc.Prepare(r)
+	var got map[string]any
+	if err := json.Unmarshal(r.JSON, &got); err != nil {
+		t.Fatalf("Prepare(%q) = %q, not JSON: %v", data, r.JSON, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Prepare(%q) = %q (-want +got):\n%s", data, r.JSON, diff)
+	}
+}

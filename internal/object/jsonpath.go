@@ -99,6 +99,14 @@ func (ix *pathIndex) values(data []byte) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		if typ == jsonparser.String {
+			// Interned by Encode too; interned here, it is not copied first.
+			s, err := internString(v)
+			if err != nil {
+				return nil, nil
+			}
+			return []string{s}, nil
+		}
 		if s, ok := scalarJSON(v, typ); ok {
 			return []string{s}, nil
 		}

@@ -1,12 +1,14 @@
 package object
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/buger/jsonparser"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +29,9 @@ type Raw struct {
 	// JSON is the object's JSON. Raw owns it; Encoder.Transform edits it in
 	// place.
 	JSON []byte
+	// prepared: Encoder.Prepare transformed JSON and copied it into memory
+	// of exactly its length, which the encoded Object keeps.
+	prepared bool
 }
 
 var (
@@ -43,7 +48,14 @@ var rawPaths = [][]string{
 // ParseRaw reads the metadata of one object's JSON. It keeps data, which
 // the caller must not modify afterwards.
 func ParseRaw(data []byte) (*Raw, error) {
-	if _, typ, _, err := jsonparser.Get(data); err != nil || typ != jsonparser.Object {
+	// An object's braces are checked, not its whole syntax: scanning every
+	// byte was the largest share of decoding an event, and the bytes are
+	// the API server's JSON, passed on as they are.
+	if t := bytes.TrimSpace(data); len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' {
+		_, typ, _, err := jsonparser.Get(data)
+		if err == nil && typ == jsonparser.Object {
+			return nil, fmt.Errorf("decode object: bytes after the JSON object: %q", truncate(t, 40))
+		}
 		return nil, fmt.Errorf("decode object: want a JSON object, got %s", describe(data, typ, err))
 	}
 	var vals [6]string
@@ -71,12 +83,23 @@ func ParseRaw(data []byte) (*Raw, error) {
 	return r, nil
 }
 
-// GetLabels reads the labels from the JSON.
-func (r *Raw) GetLabels() map[string]string { return stringMap(r.JSON, "metadata", "labels") }
+// GetLabels reads the labels from the JSON; a Raw without JSON (a bookmark
+// built by a client) returns those set on it.
+func (r *Raw) GetLabels() map[string]string {
+	if r.JSON == nil {
+		return r.ObjectMeta.GetLabels()
+	}
+	return stringMap(r.JSON, "metadata", "labels")
+}
 
 // GetAnnotations reads the annotations from the JSON; client-go's
-// Reflector reads them on bookmarks (k8s.io/initial-events-end).
+// Reflector reads them on bookmarks (k8s.io/initial-events-end). A Raw
+// without JSON (a bookmark built by a client, such as pkg/client's)
+// returns those set on it.
 func (r *Raw) GetAnnotations() map[string]string {
+	if r.JSON == nil {
+		return r.ObjectMeta.GetAnnotations()
+	}
 	return stringMap(r.JSON, "metadata", "annotations")
 }
 
@@ -220,6 +243,9 @@ func truncate(b []byte, n int) string {
 // values are valid UTF-8 (protobuf strings must be) and match the object
 // a client decodes from the JSON. The fast path is jsonparser's.
 func parseString(v []byte) (string, error) {
+	if plainString(v) {
+		return string(v), nil
+	}
 	s, err := jsonparser.ParseString(v)
 	if err == nil && utf8.ValidString(s) {
 		return s, nil
@@ -230,4 +256,26 @@ func parseString(v []byte) (string, error) {
 		return "", fmt.Errorf("invalid JSON string %q: %w", v, uerr)
 	}
 	return s, nil
+}
+
+// plainString reports whether a JSON string's contents need no decoding:
+// no escape, valid UTF-8. Most names, labels and index values are.
+func plainString(v []byte) bool {
+	return bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v)
+}
+
+// internString is intern(parseString(v)) without a copy of v for the
+// lookup: a value already interned (the same label on another object, the
+// same node) costs no allocation.
+func internString(v []byte) (string, error) {
+	if plainString(v) {
+		if len(v) == 0 {
+			return "", nil
+		}
+		// unique.Make copies a string it stores, so the view of v is not
+		// kept.
+		return intern(unsafe.String(unsafe.SliceData(v), len(v))), nil
+	}
+	s, err := parseString(v)
+	return intern(s), err
 }

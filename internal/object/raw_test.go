@@ -95,3 +95,19 @@ func TestWireMatchesProto(t *testing.T) {
 		}
 	}
 }
+
+// TestRawWithoutJSON: a bookmark a client builds (pkg/client's, for a
+// leaf informerd) is a Raw without JSON; client-go's Reflector reads the
+// annotation that ends the initial events from it.
+func TestRawWithoutJSON(t *testing.T) {
+	r := &Raw{}
+	r.SetResourceVersion("7")
+	r.SetAnnotations(map[string]string{"k8s.io/initial-events-end": "true"})
+	r.SetLabels(map[string]string{"a": "b"})
+	if got := r.GetAnnotations()["k8s.io/initial-events-end"]; got != "true" {
+		t.Errorf("annotation of a Raw without JSON = %q, want true", got)
+	}
+	if got := r.GetLabels()["a"]; got != "b" {
+		t.Errorf("label of a Raw without JSON = %q, want b", got)
+	}
+}

@@ -38,7 +38,7 @@ func TestRawClientAgainstAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lw := client.ListWatch(cmGVR, ns, nil)
+	lw := client.ListWatch(cmGVR, ns, nil, nil)
 
 	got := map[string]map[string]any{}
 	opts := metav1.ListOptions{Limit: 2}

@@ -18,8 +18,6 @@ import (
 	"time"
 	"unicode"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -159,6 +157,10 @@ type Pipeline struct {
 
 // New builds the pipeline for one configured resource. It starts nothing.
 func New(c *config.Config, r config.Resource, log *slog.Logger) (*Pipeline, error) {
+	return newPipeline(c, r, log, fanout.Options{})
+}
+
+func newPipeline(c *config.Config, r config.Resource, log *slog.Logger, hub fanout.Options) (*Pipeline, error) {
 	specs := make([]object.IndexSpec, 0, len(r.Indexes))
 	for _, ix := range r.Indexes {
 		specs = append(specs, object.IndexSpec{Name: ix.Name, Label: ix.Label, JSONPath: ix.JSONPath})
@@ -175,7 +177,7 @@ func New(c *config.Config, r config.Resource, log *slog.Logger) (*Pipeline, erro
 		cfg:     r,
 		encoder: enc,
 		index:   ix,
-		hub:     fanout.New(ix, fanout.Options{}),
+		hub:     fanout.New(ix, hub),
 		fifo:    deltafifo.New(ix, c.QueueLength),
 		log:     log.With("resource", r.Resource),
 		phase:   Resolving,
@@ -211,6 +213,9 @@ func (p *Pipeline) Resolved() Resolved {
 // Covers implements Served.
 func (p *Pipeline) Covers(namespace string) bool {
 	c := p.cfg
+	if u := c.UpstreamSelector; u != nil && (u.LabelSelector != "" || u.Index != nil || (u.Namespace != "" && u.Namespace != namespace)) {
+		return false
+	}
 	return c.LabelSelector == "" && c.FieldSelector == "" && (c.Namespace == "" || c.Namespace == namespace)
 }
 
@@ -311,12 +316,12 @@ func (p *Pipeline) setPhase(ph Phase, err error) {
 // goroutine it started has exited, and ends every watcher of the hub with
 // fanout.ErrClosed: nothing is served from a cache that stopped following
 // the API server.
-func (p *Pipeline) Run(ctx context.Context, client *reflector.Client, mapper Mapper) error {
+func (p *Pipeline) Run(ctx context.Context, src Source) error {
 	defer p.hub.Close(nil)
 	res, resume := p.restore()
 	if resume == "" {
 		var err error
-		if res, err = p.resolve(ctx, mapper); err != nil {
+		if res, err = p.resolve(ctx, src); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -325,11 +330,7 @@ func (p *Pipeline) Run(ctx context.Context, client *reflector.Client, mapper Map
 	}
 	p.log.Info("caching", "gvr", res.GVR.String(), "kind", res.Kind, "namespaced", res.Namespaced, "resumeFrom", resume)
 
-	ns := ""
-	if res.Namespaced {
-		ns = p.cfg.Namespace
-	}
-	lw := client.ListWatch(res.GVR, ns, p.selectors)
+	lw, client := src.ListWatch(res, p.cfg, p.prepare)
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	refl := reflector.New(lw, p.encoder, p.fifo, reflector.Options{
@@ -370,9 +371,16 @@ func (p *Pipeline) Run(ctx context.Context, client *reflector.Client, mapper Map
 	return err
 }
 
-func (p *Pipeline) selectors(o *metav1.ListOptions) {
-	o.LabelSelector = p.cfg.LabelSelector
-	o.FieldSelector = p.cfg.FieldSelector
+// prepare readies each object the upstream watch reads (Client.ListWatch):
+// one the cache holds at the same resourceVersion, as a relist brings
+// every object that did not change, shares the cached bytes; any other is
+// transformed and copied once.
+func (p *Pipeline) prepare(r *object.Raw) {
+	if o, ok := p.index.Get(object.KeyOf(r.Namespace, r.Name)); ok && o.ResourceVersion == r.ResourceVersion && o.UID == string(r.UID) && r.ResourceVersion != "" {
+		object.PrepareAs(r, o)
+		return
+	}
+	p.encoder.Prepare(r)
 }
 
 // consume applies queued deltas to the cache until the queue closes.
@@ -402,23 +410,23 @@ var resolveBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1,
 
 // resolve looks the resource up, retrying with backoff (up to 30s apart)
 // while discovery does not know it.
-func (p *Pipeline) resolve(ctx context.Context, mapper Mapper) (Resolved, error) {
+func (p *Pipeline) resolve(ctx context.Context, src Source) (Resolved, error) {
 	var res Resolved
-	err := resolveBackoff.DelayFunc().Until(ctx, true, false, func(context.Context) (bool, error) {
+	err := resolveBackoff.DelayFunc().Until(ctx, true, false, func(ctx context.Context) (bool, error) {
 		var err error
-		if res, err = Resolve(mapper, p.cfg.Resource); err == nil {
+		if res, err = src.Resolve(ctx, p.cfg.Resource); err == nil {
 			p.mu.Lock()
 			p.resolved = res
 			p.mu.Unlock()
 			return true, nil
 		}
-		if meta.IsNoMatchError(err) {
-			p.setPhase(NotFound, fmt.Errorf("the API server does not serve %q yet (is its CRD installed?); retrying", p.cfg.Resource))
+		if isNotServed(err) {
+			p.setPhase(NotFound, err)
 		} else {
 			p.setPhase(Resolving, fmt.Errorf("resolve %q: %w", p.cfg.Resource, err))
 		}
 		p.log.Warn("resource not available; will retry", "err", err)
-		mapper.Reset() // find a CRD installed meanwhile
+		src.Reset() // find a CRD installed meanwhile
 		return false, nil
 	})
 	return res, err

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/informerd/informerd/internal/config"
+	"github.com/informerd/informerd/internal/fanout"
 	"github.com/informerd/informerd/internal/reflector"
 	"github.com/informerd/informerd/internal/state"
 )
@@ -22,11 +23,13 @@ import (
 // other method may be called concurrently with it.
 type Set struct {
 	pipelines []*Pipeline
-	client    *reflector.Client
-	mapper    Mapper
+	source    Source
 	log       *slog.Logger
 	ingest    IngestObserver
 	state     *state.Dir // nil without --state-dir
+
+	clientOptions reflector.ClientOptions
+	hubOptions    fanout.Options
 }
 
 // IngestObserver is told how long each change took from its receipt from the
@@ -45,29 +48,58 @@ func WithIngestObserver(o IngestObserver) Option { return func(s *Set) { s.inges
 // written while running.
 func WithState(dir *state.Dir) Option { return func(s *Set) { s.state = dir } }
 
+// WithClientOptions tunes the API server client (reflector.ClientOptions).
+func WithClientOptions(o reflector.ClientOptions) Option {
+	return func(s *Set) { s.clientOptions = o }
+}
+
+// WithMaxProjections bounds the distinct field masks each resource's
+// watchers may use at once (--max-projections).
+func WithMaxProjections(n int) Option {
+	return func(s *Set) { s.hubOptions.MaxProjections = n }
+}
+
 // NewSet builds the pipelines of c against the API server of restConfig.
 // It starts nothing and does not contact the API server.
 func NewSet(c *config.Config, restConfig *rest.Config, log *slog.Logger, opts ...Option) (*Set, error) {
-	client, err := reflector.NewClient(restConfig)
-	if err != nil {
-		return nil, err
-	}
 	dc, err := discovery.NewDiscoveryClientForConfig(restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
 	}
-	s := &Set{
-		client: client,
-		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
-		log:    log,
-	}
+	s := &Set{log: log}
 	for _, o := range opts {
 		o(s)
 	}
+	client, err := reflector.NewClient(restConfig, s.clientOptions)
+	if err != nil {
+		return nil, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	if err := s.build(c, apiServer{client: client, mapper: mapper}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewSetFrom builds the pipelines of c over src, another source than the
+// API server (an upstream informerd). It starts nothing.
+func NewSetFrom(c *config.Config, src Source, log *slog.Logger, opts ...Option) (*Set, error) {
+	s := &Set{log: log}
+	for _, o := range opts {
+		o(s)
+	}
+	if err := s.build(c, src); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Set) build(c *config.Config, src Source) error {
+	s.source = src
 	for _, r := range c.Resources {
-		p, err := New(c, r, log)
+		p, err := newPipeline(c, r, s.log, s.hubOptions)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.ingest = s.ingest
 		if s.state != nil {
@@ -78,7 +110,7 @@ func NewSet(c *config.Config, restConfig *rest.Config, log *slog.Logger, opts ..
 		}
 		s.pipelines = append(s.pipelines, p)
 	}
-	return s, nil
+	return nil
 }
 
 // Served returns the resources in configuration order, for the serving
@@ -110,6 +142,22 @@ func (s *Set) Reports() []Report {
 	return out
 }
 
+// Progress returns, in configuration order, each resource's cache figures
+// (Report.Status.Cache) and upstream counters (Report.Upstream) only: it
+// visits no watcher and reads no index, so a poller may call it often.
+func (s *Set) Progress() []Report {
+	out := make([]Report, len(s.pipelines))
+	for i, p := range s.pipelines {
+		out[i].Cache = p.index.Stats()
+		p.mu.Lock()
+		if p.refl != nil {
+			out[i].Upstream = p.refl.Signals()
+		}
+		p.mu.Unlock()
+	}
+	return out
+}
+
 // WaitSynced waits until every pipeline has completed its first list, or
 // ctx ends (returning its error).
 func (s *Set) WaitSynced(ctx context.Context) error {
@@ -132,7 +180,7 @@ func (s *Set) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, p := range s.pipelines {
 		wg.Go(func() {
-			err := p.Run(ctx, s.client, s.mapper)
+			err := p.Run(ctx, s.source)
 			switch {
 			case errors.Is(err, ErrForeignState):
 				cancel(err)

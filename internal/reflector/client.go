@@ -8,15 +8,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/buger/jsonparser"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	clientmetrics "k8s.io/client-go/tools/metrics"
 
 	"github.com/informerd/informerd/internal/object"
 )
@@ -28,10 +33,28 @@ import (
 // client-go's REST client's. It is safe for concurrent use.
 type Client struct {
 	rest *rest.RESTClient
+	// watches sends watch requests; see ClientOptions.WatchHTTP2.
+	watches *http.Client
+}
+
+// ClientOptions tune a Client.
+type ClientOptions struct {
+	// WatchHTTP2 sends watches over the HTTP/2 connection lists share,
+	// as client-go does. By default each watch has an HTTP/1.1
+	// connection of its own over TLS, read in the goroutine that decodes
+	// it: no HTTP/2 read loop hands each event over, and no flow-control
+	// WINDOW_UPDATE is written back per event, which is 20–40% of the CPU
+	// of reading an event (BenchmarkReadOnly in internal/reflector/ingest).
+	// A connection idle for streamIdle is closed and the watch reopened.
+	WatchHTTP2 bool
 }
 
 // NewClient returns a client for the API server of cfg.
-func NewClient(cfg *rest.Config) (*Client, error) {
+func NewClient(cfg *rest.Config, opts ...ClientOptions) (*Client, error) {
+	var o ClientOptions
+	for _, opt := range opts {
+		o = opt
+	}
 	c := rest.CopyConfig(cfg)
 	c.ContentConfig = rest.ContentConfig{
 		AcceptContentTypes:   "application/json",
@@ -45,13 +68,23 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("API server client: %w", err)
 	}
-	return &Client{rest: rc}, nil
+	wc := rest.CopyConfig(c)
+	wc.Timeout = 0 // a watch lasts as long as the API server keeps it open
+	if !o.WatchHTTP2 {
+		wc.NextProtos = []string{"http/1.1"}
+	}
+	watches, err := rest.HTTPClientFor(wc)
+	if err != nil {
+		return nil, fmt.Errorf("API server client for watches: %w", err)
+	}
+	return &Client{rest: rc, watches: watches}, nil
 }
 
 // ListWatch lists and watches gvr in namespace ("" for all namespaces or a
 // cluster-scoped resource). options, when set, edits every request's
-// options (selectors).
-func (c *Client) ListWatch(gvr schema.GroupVersionResource, namespace string, options func(*metav1.ListOptions)) *cache.ListWatch {
+// options (selectors). prepare, when set, readies each watched object
+// while the bytes it was read from are valid (object.Encoder.Prepare).
+func (c *Client) ListWatch(gvr schema.GroupVersionResource, namespace string, options func(*metav1.ListOptions), prepare func(*object.Raw)) *cache.ListWatch {
 	path := resourcePath(gvr, namespace)
 	edit := func(o *metav1.ListOptions) {
 		if options != nil {
@@ -74,9 +107,43 @@ func (c *Client) ListWatch(gvr schema.GroupVersionResource, namespace string, op
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			edit(&o)
 			o.Watch = true
-			return c.rest.Get().AbsPath(path...).SpecificallyVersionedParams(&o, parameterCodec, versionV1).Watch(ctx)
+			return c.watch(ctx, gvr.GroupResource(), prepare, c.rest.Get().AbsPath(path...).SpecificallyVersionedParams(&o, parameterCodec, versionV1))
 		},
 	}
+}
+
+// watch sends the watch request req and returns a streamWatch reading its
+// response. As client-go's Request.Watch, it returns an empty watch when
+// the connection failed with EOF or a timeout (the Reflector watches again
+// from its resourceVersion), and the API server's status as the error of
+// any other answer than 200.
+func (c *Client) watch(ctx context.Context, gr schema.GroupResource, prepare func(*object.Raw), req *rest.Request) (watch.Interface, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, req.URL().String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	hr.Header.Set("Accept", "application/json")
+	start := time.Now()
+	resp, err := c.watches.Do(hr)
+	// client-go's request metrics, as its own watches record them: the
+	// result, and the latency until the response headers.
+	code := "<error>"
+	if resp != nil {
+		code = strconv.Itoa(resp.StatusCode)
+	}
+	clientmetrics.RequestResult.Increment(ctx, code, http.MethodGet, hr.URL.Host)
+	clientmetrics.RequestLatency.Observe(ctx, http.MethodGet, *hr.URL, time.Since(start))
+	if err != nil {
+		if utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err) {
+			return watch.NewEmptyWatch(), nil
+		}
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, watchError(resp, gr)
+	}
+	return newStreamWatch(ctx, resp.Body, prepare), nil
 }
 
 // resourcePath is the URL path of a resource's collection, as the dynamic
@@ -184,21 +251,9 @@ func (eventCodec) Decode(frame []byte, _ *schema.GroupVersionKind, into runtime.
 	if !ok {
 		return nil, nil, fmt.Errorf("decode watch event into %T: only *metav1.WatchEvent is supported", into)
 	}
-	var typ string
-	var obj []byte
-	var perr error
-	jsonparser.EachKey(frame, func(i int, v []byte, vt jsonparser.ValueType, err error) {
-		switch {
-		case err != nil:
-			perr = err
-		case i == 0 && vt == jsonparser.String:
-			typ, perr = jsonparser.ParseString(v)
-		case i == 1 && vt == jsonparser.Object:
-			obj = v
-		}
-	}, []string{"type"}, []string{"object"})
-	if perr != nil || typ == "" || obj == nil {
-		return nil, nil, fmt.Errorf("decode watch event: want {\"type\":…,\"object\":{…}} on one line, got %q (%v)", head(frame), perr)
+	typ, obj, err := splitEvent(frame)
+	if err != nil {
+		return nil, nil, err
 	}
 	ev.Type = typ
 	ev.Object = runtime.RawExtension{Raw: slices.Clone(obj)}
@@ -234,16 +289,17 @@ func (lineFramer) NewFrameWriter(w io.Writer) io.Writer { return w }
 type lineReader struct {
 	src   io.ReadCloser
 	br    *bufio.Reader
-	frame []byte
-	rest  []byte // of frame, not yet returned
+	frame []byte // a line longer than br's buffer
+	rest  []byte // of the line, not yet returned
 }
 
 func (r *lineReader) Read(data []byte) (int, error) {
 	if len(r.rest) == 0 {
-		if err := r.next(); err != nil {
+		line, err := r.nextLine()
+		if err != nil {
 			return 0, err
 		}
-		r.rest = r.frame
+		r.rest = line
 	}
 	n := copy(data, r.rest)
 	r.rest = r.rest[n:]
@@ -253,27 +309,34 @@ func (r *lineReader) Read(data []byte) (int, error) {
 	return n, nil
 }
 
-// next reads the next non-blank line into frame.
-func (r *lineReader) next() error {
+// nextLine returns the next non-blank line, valid until the next call: a
+// line that fits the reader's buffer is returned from it without a copy.
+func (r *lineReader) nextLine() ([]byte, error) {
 	r.frame = r.frame[:0]
 	for {
 		chunk, err := r.br.ReadSlice('\n')
+		if err == nil && len(r.frame) == 0 {
+			if len(bytes.TrimSpace(chunk)) == 0 {
+				continue
+			}
+			return chunk, nil
+		}
 		r.frame = append(r.frame, chunk...)
 		if len(r.frame) > maxFrame {
-			return fmt.Errorf("watch event larger than %d MiB", maxFrame>>20)
+			return nil, fmt.Errorf("watch event larger than %d MiB", maxFrame>>20)
 		}
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case errors.Is(err, io.EOF) && len(bytes.TrimSpace(r.frame)) > 0:
-			return nil // the last event, without a newline
+			return r.frame, nil // the last event, without a newline
 		case err != nil:
-			return err
+			return nil, err
 		case len(bytes.TrimSpace(r.frame)) == 0:
 			r.frame = r.frame[:0]
 			continue
 		}
-		return nil
+		return r.frame, nil
 	}
 }
 

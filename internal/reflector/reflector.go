@@ -127,13 +127,22 @@ func (r *Reflector) Run(ctx context.Context) {
 			return nil, err
 		}
 		streamingList := opts.SendInitialEvents != nil && *opts.SendInitialEvents
-		return observeWatch(ctx, w, &r.watches, r.gap.watchEnd(streamingList), func(ev watch.Event) {
+		end := r.gap.watchEnd(streamingList)
+		observe := func(ev watch.Event) {
 			if ev.Type == watch.Error {
 				r.observeError(apierrors.FromObject(ev.Object))
 			}
-		}, func() {
+		}
+		onEmpty := func() {
 			r.observeError(errors.New("the watch closed at once without an event: the API server is unreachable or dropped the connection"))
-		}), nil
+		}
+		if sw, ok := w.(*streamWatch); ok {
+			sw.start(&r.watches, end, observe, onEmpty, func(err error) {
+				r.missed(ReasonEncode, err)
+			})
+			return sw, nil
+		}
+		return observeWatch(ctx, w, &r.watches, end, observe, onEmpty), nil
 	}
 	observed := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {

@@ -2,11 +2,9 @@ package reflector
 
 import (
 	"context"
-	"net/http"
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -17,11 +15,9 @@ import (
 // stops the watch and ends with a 410 Expired error, so that client-go's
 // Reflector lists again instead of watching on from after that change.
 type observedWatch struct {
-	in      watch.Interface
-	out     chan watch.Event
+	in watch.Interface
+	outlet
 	observe func(watch.Event)
-	stop    chan struct{}
-	done    <-chan struct{}
 	end     <-chan struct{}
 	once    sync.Once
 	// onEmpty is called when the watch closes within a second without an
@@ -33,7 +29,7 @@ type observedWatch struct {
 // It also ends when ctx (the watch request's) is done, even if nobody calls
 // Stop, and with an error when end closes.
 func observeWatch(ctx context.Context, in watch.Interface, wg *sync.WaitGroup, end <-chan struct{}, observe func(watch.Event), onEmpty func()) *observedWatch {
-	w := &observedWatch{in: in, out: make(chan watch.Event), observe: observe, onEmpty: onEmpty, stop: make(chan struct{}), done: ctx.Done(), end: end}
+	w := &observedWatch{in: in, outlet: newOutlet(ctx), observe: observe, onEmpty: onEmpty, end: end}
 	wg.Go(w.loop)
 	return w
 }
@@ -85,23 +81,38 @@ func (w *observedWatch) loop() {
 // change. It is not observed as an error of the API server's.
 func (w *observedWatch) endMissed() {
 	w.in.Stop()
+	w.sendMissed()
+}
+
+// outlet is the consumer's side of a watch informerd passes on to
+// client-go's Reflector: the channel events go out on, the channel Stop
+// closes, and the watch request's context.
+type outlet struct {
+	out  chan watch.Event
+	stop chan struct{}
+	done <-chan struct{}
+}
+
+func newOutlet(ctx context.Context) outlet {
+	return outlet{out: make(chan watch.Event), stop: make(chan struct{}), done: ctx.Done()}
+}
+
+// sendMissed sends the 410 that makes the Reflector list again
+// (missedStatus), unless the watch is stopped first.
+func (o *outlet) sendMissed() {
 	select {
-	case w.out <- watch.Event{Type: watch.Error, Object: &metav1.Status{
-		Status:  metav1.StatusFailure,
-		Code:    http.StatusGone,
-		Reason:  metav1.StatusReasonExpired,
-		Message: "informerd did not cache a change of this watch; listing again to recover it",
-	}}:
-	case <-w.stop:
-	case <-w.done:
+	case o.out <- watch.Event{Type: watch.Error, Object: missedStatus()}:
+	case <-o.stop:
+	case <-o.done:
 	}
 }
 
-func (w *observedWatch) stopped() bool {
+// stopped reports whether Stop was called or the request's context ended.
+func (o *outlet) stopped() bool {
 	select {
-	case <-w.stop:
+	case <-o.stop:
 		return true
-	case <-w.done:
+	case <-o.done:
 		return true
 	default:
 		return false

@@ -14,10 +14,12 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 	"k8s.io/apimachinery/pkg/labels"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/object"
+	"github.com/informerd/informerd/internal/projection"
 	"github.com/informerd/informerd/internal/server"
 )
 
@@ -75,6 +77,40 @@ func (fx *fuzzFixture) requestProblem(resource string, sel *pb.Selector) (codes.
 	return codes.OK, m, ref
 }
 
+// maskOf is a request's field mask, or the code it is refused with.
+func maskOf(fields *fieldmaskpb.FieldMask) (*projection.Mask, codes.Code) {
+	m, err := projection.Compile(fields.GetPaths())
+	if err != nil {
+		return nil, codes.InvalidArgument
+	}
+	return m, codes.OK
+}
+
+// shown is an object's JSON as mask shows it.
+func shown(t *testing.T, mask *projection.Mask, json []byte) string {
+	t.Helper()
+	p, err := mask.Project(json)
+	if err != nil {
+		t.Fatalf("project %s: %v", json, err)
+	}
+	return string(p)
+}
+
+// viewOf finds the object version whose JSON, as mask shows it, is json.
+func (fx *fuzzFixture) viewOf(t *testing.T, mask *projection.Mask, json string) (view, bool) {
+	t.Helper()
+	if mask == nil {
+		v, ok := fx.views[json]
+		return v, ok
+	}
+	for full, v := range fx.views {
+		if shown(t, mask, []byte(full)) == json {
+			return v, true
+		}
+	}
+	return view{}, false
+}
+
 func (fx *fuzzFixture) checkGet(t *testing.T, req *pb.GetRequest) {
 	resp, err := fx.srv.Get(canceled(), req)
 	if err != nil {
@@ -83,6 +119,10 @@ func (fx *fuzzFixture) checkGet(t *testing.T, req *pb.GetRequest) {
 	problem, m, _ := fx.requestProblem(req.GetResource(), nil)
 	if problem == codes.OK && (req.GetName() == "" || strings.Contains(req.GetName()+req.GetNamespace(), "/")) {
 		problem = codes.InvalidArgument
+	}
+	mask, maskProblem := maskOf(req.GetFields())
+	if problem == codes.OK {
+		problem = maskProblem
 	}
 	if problem != codes.OK {
 		if err == nil {
@@ -110,8 +150,8 @@ func (fx *fuzzFixture) checkGet(t *testing.T, req *pb.GetRequest) {
 	}
 	marshals(t, "Get", resp)
 	got := resp.GetObject()
-	if got.GetNamespace() != req.GetNamespace() || got.GetName() != req.GetName() || string(got.GetJson()) != string(want.json) {
-		t.Fatalf("Get(%v) = %s/%s %s, want %s", req, got.GetNamespace(), got.GetName(), got.GetJson(), want.json)
+	if got.GetNamespace() != req.GetNamespace() || got.GetName() != req.GetName() || string(got.GetJson()) != shown(t, mask, want.json) {
+		t.Fatalf("Get(%v) = %s/%s %s, want %s", req, got.GetNamespace(), got.GetName(), got.GetJson(), shown(t, mask, want.json))
 	}
 }
 
@@ -131,6 +171,10 @@ func (fx *fuzzFixture) checkList(t *testing.T, req *pb.ListRequest) {
 	problem, m, ref := fx.requestProblem(req.GetResource(), req.GetSelector())
 	if problem == codes.OK && req.GetLimit() < 0 {
 		problem = codes.InvalidArgument
+	}
+	mask, maskProblem := maskOf(req.GetFields())
+	if problem == codes.OK {
+		problem = maskProblem
 	}
 	mrvAhead := false
 	if mrv := req.GetMinResourceVersion(); problem == codes.OK && mrv != "" {
@@ -175,7 +219,7 @@ func (fx *fuzzFixture) checkList(t *testing.T, req *pb.ListRequest) {
 			t.Fatalf("List(%v) page of %d objects with continue token %q; want 1 to %d objects when a token follows", req, n, page.GetContinueToken(), limit)
 		}
 		for i, o := range page.GetObjects() {
-			v, ok := fx.views[string(o.GetJson())]
+			v, ok := fx.viewOf(t, mask, string(o.GetJson()))
 			if !ok {
 				t.Fatalf("List(%v) returned %s/%s as %s, which the cache never held", req, o.GetNamespace(), o.GetName(), o.GetJson())
 			}
@@ -277,6 +321,10 @@ func (fx *fuzzFixture) checkWatch(t *testing.T, req *pb.WatchRequest) {
 	}
 	code := checkStatus(t, "Watch", req, err, codes.InvalidArgument, codes.NotFound, codes.Unavailable, codes.OutOfRange, codes.Canceled)
 	problem, m, ref := fx.requestProblem(req.GetResource(), req.GetSelector())
+	mask, maskProblem := maskOf(req.GetFields())
+	if problem == codes.OK {
+		problem = maskProblem
+	}
 	var n uint64
 	if rv := req.GetResourceVersion(); problem == codes.OK && rv != "" {
 		var ok bool
@@ -304,7 +352,7 @@ func (fx *fuzzFixture) checkWatch(t *testing.T, req *pb.WatchRequest) {
 		// Waits for the cache to get there; nothing is sent.
 	case req.GetSendInitialEvents():
 		for _, o := range sorted(m.stateAt(m.cur), ref) {
-			want = append(want, event{pb.EventType_EVENT_TYPE_ADDED, o.key, cur, string(o.json)})
+			want = append(want, event{pb.EventType_EVENT_TYPE_ADDED, o.key, cur, shown(t, mask, o.json)})
 		}
 		want = append(want, event{Type: pb.EventType_EVENT_TYPE_INITIAL_EVENTS_END, RV: cur})
 	case req.GetResourceVersion() == "":
@@ -317,8 +365,10 @@ func (fx *fuzzFixture) checkWatch(t *testing.T, req *pb.WatchRequest) {
 			}
 			was := c.prev != nil && ref.matches(c.prev.view)
 			is := c.typ != pb.EventType_EVENT_TYPE_DELETED && ref.matches(c.obj.view)
-			ev := event{Key: c.obj.key, RV: strconv.FormatUint(c.rv, 10), JSON: string(c.obj.json)}
+			ev := event{Key: c.obj.key, RV: strconv.FormatUint(c.rv, 10), JSON: shown(t, mask, c.obj.json)}
 			switch {
+			case was && is && mask != nil && hidden(t, mask, c.prev.json, c.obj.json):
+				continue // a change the mask does not show
 			case was && is:
 				ev.Type = pb.EventType_EVENT_TYPE_MODIFIED
 			case is:
@@ -346,6 +396,21 @@ func (fx *fuzzFixture) checkWatch(t *testing.T, req *pb.WatchRequest) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("Watch(%v) at %s, floor %d (-want +got):\n%s", req, cur, m.floor, diff)
 	}
+}
+
+// hidden reports whether mask shows no change from prev to cur but their
+// resourceVersions.
+func hidden(t *testing.T, mask *projection.Mask, prev, cur []byte) bool {
+	t.Helper()
+	a, err := mask.ProjectObject(prev)
+	if err != nil {
+		t.Fatalf("project %s: %v", prev, err)
+	}
+	b, err := mask.ProjectObject(cur)
+	if err != nil {
+		t.Fatalf("project %s: %v", cur, err)
+	}
+	return a.SameBut(b)
 }
 
 func (fx *fuzzFixture) checkListResources(t *testing.T, req *pb.ListResourcesRequest) {

@@ -38,6 +38,10 @@ func (s *Server) list(ctx context.Context, req *pb.ListRequest) (*encoded, error
 	if err != nil {
 		return nil, err
 	}
+	m, err := s.mask(ctx, p, req.GetFields())
+	if err != nil {
+		return nil, err
+	}
 	match, index := sel.Matches, req.GetSelector().GetIndex()
 	limit := int(req.GetLimit())
 	switch {
@@ -96,6 +100,16 @@ func (s *Server) list(ctx context.Context, req *pb.ListRequest) (*encoded, error
 		if more {
 			ix.Keep(v) // for the continue pages
 		}
+	}
+	if m != nil {
+		// Projected before the page is cut to size, so that a mask's small
+		// objects fill a page; the view's slice is the cache's, so the
+		// page gets its own.
+		page := make([]*object.Object, len(objs))
+		for i, o := range objs {
+			page[i] = projected(m, o)
+		}
+		objs = page
 	}
 	bytes := 0
 	for i, o := range objs {

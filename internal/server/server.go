@@ -51,6 +51,9 @@ type Options struct {
 	Limits *limits.Limiter
 	// Observer, if set, is told about deliveries and ended streams.
 	Observer Observer
+	// Schemas, if set, checks requests' field masks against the
+	// resources' schemas; nil checks only their form.
+	Schemas Schemas
 }
 
 // Observer receives the fan-out's measurements (the metrics package).
@@ -174,12 +177,16 @@ func (s *Server) get(ctx context.Context, req *pb.GetRequest) (*encoded, error) 
 	if err := s.authorize(ctx, attributes("get", p, req.GetNamespace(), req.GetName())); err != nil {
 		return nil, err
 	}
+	m, err := s.mask(ctx, p, req.GetFields())
+	if err != nil {
+		return nil, err
+	}
 	key := object.KeyOf(req.GetNamespace(), req.GetName())
 	o, ok := p.Cache().Get(key)
 	if !ok {
 		return nil, objectNotFound(req.GetResource(), key, p.Cache().Stats().ResourceVersion)
 	}
-	return getResponse(o), nil
+	return getResponse(projected(m, o)), nil
 }
 
 // resource finds a served resource by name and checks that its cache has

@@ -81,12 +81,18 @@ resources:
 // connection until the test ends.
 func serve(t *testing.T, yaml string, opts ...server.Options) *fixture {
 	t.Helper()
-	set := runCaches(t, yaml)
-	lis := bufconn.Listen(1 << 20)
 	o := server.Options{DefaultPageSize: 2, MaxPageSize: 3, WatchQueueLength: 100}
 	if len(opts) > 0 {
 		o = opts[0]
 	}
+	return serveSet(t, runCaches(t, yaml), o)
+}
+
+// serveSet serves set's caches with o over an in-memory connection until
+// the test ends.
+func serveSet(t *testing.T, set *pipeline.Set, o server.Options) *fixture {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
 	srv := server.New(set, o)
 	gs := srv.NewGRPC(server.GRPCOptions{MaxRequestBytes: 4 << 10})
 	srv.Register(gs, &healthpb.Health_ServiceDesc, grpchealth.NewServer())
@@ -103,13 +109,13 @@ func serve(t *testing.T, yaml string, opts ...server.Options) *fixture {
 }
 
 // runCaches runs the caches of the config yaml until the test ends.
-func runCaches(t *testing.T, yaml string) *pipeline.Set {
+func runCaches(t *testing.T, yaml string, opts ...pipeline.Option) *pipeline.Set {
 	t.Helper()
 	c, err := config.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := pipeline.NewSet(c, env.Config, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	set, err := pipeline.NewSet(c, env.Config, slog.New(slog.NewTextHandler(io.Discard, nil)), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,12 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 	if err != nil {
 		return err
 	}
+	mask, err := s.mask(ctx, p, req.GetFields())
+	if err != nil {
+		return err
+	}
 	opts := fanout.WatchOptions{
+		Mask:              mask,
 		Selection:         sel,
 		ResourceVersion:   req.GetResourceVersion(),
 		SendInitialEvents: req.GetSendInitialEvents(),
@@ -87,6 +92,11 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 	if err != nil {
 		if errors.Is(err, indexer.ErrTooOld) {
 			s.opts.Observer.StreamEnded(resource, metricsReasonTooOld)
+		}
+		var tooMany *fanout.TooManyProjectionsError
+		if errors.As(err, &tooMany) {
+			s.opts.Observer.StreamEnded(resource, metricsReasonLimit)
+			return s.refused(projectionLimit(tooMany, resource))
 		}
 		return s.watchStatus(err, opts.ResourceVersion)
 	}

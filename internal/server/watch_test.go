@@ -62,6 +62,11 @@ func openWatch(ctx context.Context, t *testing.T, f *fixture, req *pb.WatchReque
 	if err != nil {
 		t.Fatal(err)
 	}
+	return collect(ws)
+}
+
+// collect reads ws's events into a stream until it ends.
+func collect(ws pb.CacheService_WatchClient) *stream {
 	s := &stream{done: make(chan struct{})}
 	go func() {
 		defer close(s.done)

@@ -30,6 +30,7 @@ func BuildInformerd(dir string) (string, error) {
 type Daemon struct {
 	bin, config, kubeconfig string
 	args                    []string
+	env                     []string // added to this process's environment
 	// GRPCAddr and MetricsAddr are where it listens; they stay the same
 	// across Restart.
 	GRPCAddr, MetricsAddr string
@@ -41,7 +42,14 @@ type Daemon struct {
 // loopback ports, with pprof on, and waits until /readyz answers 200 (at
 // most 5 minutes: a cache of 50,000 pods on a loaded machine takes a while).
 func StartDaemon(bin, config, kubeconfig string, args ...string) (*Daemon, error) {
-	d := &Daemon{bin: bin, config: config, kubeconfig: kubeconfig, args: args}
+	return StartDaemonEnv(bin, config, kubeconfig, nil, args...)
+}
+
+// StartDaemonEnv is StartDaemon with env (NAME=value) added to the
+// process's environment, as a DaemonSet's downward API sets NODE_NAME for
+// a configuration that names ${NODE_NAME}.
+func StartDaemonEnv(bin, config, kubeconfig string, env []string, args ...string) (*Daemon, error) {
+	d := &Daemon{bin: bin, config: config, kubeconfig: kubeconfig, args: args, env: env}
 	var err error
 	if d.GRPCAddr, err = FreeAddr(); err != nil {
 		return nil, err
@@ -65,6 +73,9 @@ func (d *Daemon) start() error {
 	d.cmd = exec.Command(d.bin, append([]string{"--config=" + d.config, "--kubeconfig=" + d.kubeconfig,
 		"--grpc-address=" + d.GRPCAddr, "--metrics-address=" + d.MetricsAddr, "--log-level=warn", "--enable-profiling"}, d.args...)...)
 	d.cmd.Stderr = os.Stderr
+	if len(d.env) > 0 {
+		d.cmd.Env = append(os.Environ(), d.env...)
+	}
 	if err := d.cmd.Start(); err != nil {
 		return fmt.Errorf("testenv: start informerd: %w", err)
 	}

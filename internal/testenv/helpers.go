@@ -23,7 +23,7 @@ func Run(t testing.TB, r Runner) {
 	go func() { done <- r.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
+		if err := Receive(t, time.Minute, "Run to return after its context ended", done); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	})
@@ -44,4 +44,32 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 	if !Poll(timeout, cond) {
 		t.Fatalf("timed out after %s waiting for %s", timeout, what)
 	}
+}
+
+// Receive returns the next value from ch, or fails the test, naming what it
+// waited for, when timeout passes first.
+func Receive[T any](t testing.TB, timeout time.Duration, what string, ch <-chan T) T {
+	t.Helper()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		var zero T
+		return zero
+	}
+}
+
+// Within calls f and waits for it to return, or fails the test, naming
+// what it waited for, when timeout passes first (f then runs on).
+func Within(t testing.TB, timeout time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	Receive(t, timeout, what, done)
 }

@@ -13,6 +13,23 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
+// Decoder turns the JSON of informerd's objects into runtime.Objects. The
+// default decodes into the example object's type; another Decoder lets a
+// program keep objects in a form of its own, as a leaf informerd keeps
+// the upstream's bytes (Options.Decoder). Its methods may be called
+// concurrently.
+type Decoder interface {
+	// New returns an empty object, which a bookmark's resourceVersion and
+	// annotations are set on through meta.Accessor.
+	New() runtime.Object
+	// Decode decodes one object's JSON; data is not used after it returns
+	// unless the object keeps it (it is the caller's, never reused).
+	Decode(data []byte) (runtime.Object, error)
+	// List returns a list object holding items at resourceVersion rv, with
+	// the continue token cont.
+	List(items []runtime.Object, rv, cont string) (runtime.Object, error)
+}
+
 // codec turns the JSON of informerd's objects into runtime.Objects of one
 // Go type: a type registered in a scheme (*corev1.Pod) or
 // *unstructured.Unstructured. It is safe for concurrent use.
@@ -53,9 +70,11 @@ func newCodec(example runtime.Object, s *runtime.Scheme) (*codec, error) {
 	return c, nil
 }
 
-// new returns an empty object of the codec's type, with apiVersion and kind
+var _ Decoder = (*codec)(nil)
+
+// New returns an empty object of the codec's type, with apiVersion and kind
 // set when unstructured (client-go's reflector checks them).
-func (c *codec) new() runtime.Object {
+func (c *codec) New() runtime.Object {
 	if c.unstructured {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(c.gvk)
@@ -64,8 +83,8 @@ func (c *codec) new() runtime.Object {
 	return reflect.New(c.typ.Elem()).Interface().(runtime.Object)
 }
 
-// decode decodes one object's JSON.
-func (c *codec) decode(data []byte) (runtime.Object, error) {
+// Decode decodes one object's JSON.
+func (c *codec) Decode(data []byte) (runtime.Object, error) {
 	if c.unstructured {
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(data); err != nil {
@@ -76,7 +95,7 @@ func (c *codec) decode(data []byte) (runtime.Object, error) {
 		}
 		return u, nil
 	}
-	into := c.new()
+	into := c.New()
 	obj, gvk, err := c.decoder.Decode(data, nil, into)
 	if err != nil {
 		return nil, fmt.Errorf("informerd client: decode %s: %w", c.gvk.Kind, err)
@@ -87,8 +106,8 @@ func (c *codec) decode(data []byte) (runtime.Object, error) {
 	return obj, nil
 }
 
-// list returns a list object of the codec's type holding items, at rv.
-func (c *codec) list(items []runtime.Object, rv, cont string) (runtime.Object, error) {
+// List returns a list object of the codec's type holding items, at rv.
+func (c *codec) List(items []runtime.Object, rv, cont string) (runtime.Object, error) {
 	var list runtime.Object
 	if c.unstructured {
 		ul := &unstructured.UnstructuredList{}

@@ -7,18 +7,24 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 )
 
 // Config says how to reach informerd and who to be. The zero value with an
 // Address is a plaintext connection without credentials, which informerd
 // accepts on a Unix socket or loopback (--auth-mode=none).
 type Config struct {
-	// Address is host:port, or unix:///path/to/informerd.sock.
+	// Address is host:port, or unix:///path/to/informerd.sock. Several
+	// replicas are host:port,host:port; a host that resolves to several
+	// addresses (a headless Service) names them all. Dial connects to one
+	// at random and moves to another when it fails.
 	Address string
 
 	// CAFile is a PEM bundle to verify informerd's serving certificate
@@ -63,7 +69,14 @@ func Dial(c Config, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	if c.Address == "" {
 		return nil, errors.New("informerd client: no address; give host:port or unix:///path")
 	}
+	tgt, replicas, err := c.target()
+	if err != nil {
+		return nil, err
+	}
 	local := isLocal(c.Address)
+	if replicas != nil {
+		local = !slices.ContainsFunc(replicas, func(a string) bool { return !isLocal(a) })
+	}
 	tlsConf, err := c.tlsConfig()
 	if err != nil {
 		return nil, err
@@ -90,7 +103,24 @@ func Dial(c Config, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	// come after and may change the sizes; grpc-go has no option that
 	// turns the probing back on.
 	dialOpts = append(dialOpts, grpc.WithStaticStreamWindowSize(StreamWindow), grpc.WithStaticConnWindowSize(ConnWindow))
-	conn, err := grpc.NewClient(target(c.Address), append(dialOpts, opts...)...)
+	// Replicas are tried in a random order, so that clients spread over
+	// them; the connection moves on when the one in use fails.
+	dialOpts = append(dialOpts, grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"pick_first":{"shuffleAddressList":true}}]}`))
+	if replicas != nil {
+		r := manual.NewBuilderWithScheme("informerd-replicas")
+		addrs := make([]resolver.Address, len(replicas))
+		for i, a := range replicas {
+			addrs[i].Addr = a
+			if c.ServerName == "" {
+				// Each replica's certificate is checked against its own host.
+				addrs[i].ServerName, _, _ = net.SplitHostPort(a)
+			}
+		}
+		r.InitialState(resolver.State{Addresses: addrs})
+		dialOpts = append(dialOpts, grpc.WithResolvers(r))
+		tgt = r.Scheme() + ":///replicas"
+	}
+	conn, err := grpc.NewClient(tgt, append(dialOpts, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("informerd client: %s: %w", c.Address, err)
 	}
@@ -134,13 +164,24 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 	return conf, nil
 }
 
-// target turns an address into a gRPC target: unix:///path stays as it is
-// (grpc resolves it), host:port goes through DNS.
-func target(addr string) string {
-	if strings.HasPrefix(addr, "unix:") {
-		return addr
+// target turns the address into a gRPC target: unix:///path stays as it is
+// (grpc resolves it), host:port goes through DNS. A list of replicas is
+// returned as replicas instead, each a host:port.
+func (c Config) target() (target string, replicas []string, err error) {
+	if !strings.Contains(c.Address, ",") {
+		if strings.HasPrefix(c.Address, "unix:") {
+			return c.Address, nil, nil
+		}
+		return "dns:///" + c.Address, nil, nil
 	}
-	return "dns:///" + addr
+	for a := range strings.SplitSeq(c.Address, ",") {
+		a = strings.TrimSpace(a)
+		if _, _, err := net.SplitHostPort(a); err != nil || strings.HasPrefix(a, "unix:") {
+			return "", nil, fmt.Errorf("informerd client: address %q: each of several replicas must be host:port", a)
+		}
+		replicas = append(replicas, a)
+	}
+	return "", replicas, nil
 }
 
 // isLocal says whether addr is a Unix socket or a loopback host:port, where

@@ -14,6 +14,13 @@
 //	lw, err := client.NewListWatch(cache, &corev1.Pod{}, client.Options{Resource: "pods", Index: "node", IndexValues: []string{node}})
 //	informer := toolscache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, toolscache.Indexers{})
 //
+// Options.Fields is a field mask: the informer's store then holds only
+// the fields asked for (plus apiVersion, kind and metadata's name,
+// namespace, uid and resourceVersion), and a change to other fields calls
+// no handler:
+//
+//	client.Options{Resource: "pods", Fields: []string{"metadata.labels", "status.podIP"}}
+//
 // NewInformerFunc plugs the same into a controller-runtime cache through
 // its NewInformer option.
 //

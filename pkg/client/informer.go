@@ -16,7 +16,9 @@ import (
 // The informerd resource of each object type is found by its group,
 // version and kind (ListResources); o.Resource is ignored. The ListerWatcher
 // controller-runtime passes in is not used, so the namespace and selectors
-// of the controller-runtime cache do not apply: set them in o.
+// of the controller-runtime cache do not apply: set them in o. o.Fields
+// apply to every type the cache informs on, so give them only to a cache
+// of one type (a path one type's schema lacks fails that type's lists).
 //
 // An object type informerd does not serve, or an example it cannot use,
 // gives an informer whose lists fail with a message that says so, logged

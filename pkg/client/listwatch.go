@@ -2,16 +2,19 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
@@ -33,6 +36,21 @@ type Options struct {
 	// one of the resource's indexes (see ListResources).
 	Index       string
 	IndexValues []string
+	// Fields are the fields of each object to fetch (a field mask): paths
+	// of the object's JSON field names separated by dots
+	// ("metadata.labels", "status.podIP", "spec.containers.image"; a name
+	// with dots in backquotes, metadata.labels.`app.kubernetes.io/name`).
+	// apiVersion, kind and metadata's name, namespace, uid and
+	// resourceVersion are always kept. Empty: whole objects.
+	//
+	// An informer on the ListWatch stores the objects as the mask shows
+	// them (a hidden field of a typed object reads as its zero value). A
+	// change to hidden fields only never reaches it: no event, no handler
+	// call, and the stored object keeps the resourceVersion of its last
+	// shown change. A malformed path, or one the resource's schema does
+	// not have, fails every List and Watch with 400 BadRequest. See
+	// docs/api.md, "Field masks".
+	Fields []string
 	// SlowConsumerPolicy is passed to every Watch.
 	SlowConsumerPolicy pb.SlowConsumerPolicy
 	// Scheme decodes typed objects; nil is client-go's kubernetes scheme
@@ -42,6 +60,10 @@ type Options struct {
 	// instead of asking for a streaming list (a Watch with
 	// send_initial_events), which it does by default.
 	DisableWatchList bool
+	// Decoder, when set, decodes objects instead of the example object's
+	// type (Scheme is then unused), e.g. into a form a cache of bytes
+	// keeps. Resource must then be set.
+	Decoder Decoder
 }
 
 // ListWatch lists and watches one resource through informerd: it is a
@@ -54,7 +76,8 @@ type Options struct {
 type ListWatch struct {
 	client pb.CacheServiceClient
 	opts   Options
-	codec  *codec
+	codec  Decoder
+	gvk    schema.GroupVersionKind // the example's; empty with a Decoder
 
 	mu       sync.Mutex
 	resource string // resolved from the example's kind when opts.Resource is empty
@@ -69,15 +92,26 @@ var (
 // to a type registered in o.Scheme (&corev1.Pod{}), or an
 // *unstructured.Unstructured with apiVersion and kind set. The informer
 // built on it must be given the same example.
+//
+// With Options.Decoder, example may be nil, and Options.Resource must name
+// the resource.
 func NewListWatch(c pb.CacheServiceClient, example runtime.Object, o Options) (*ListWatch, error) {
+	if o.Index != "" && len(o.IndexValues) == 0 {
+		return nil, fmt.Errorf("informerd client: index %q needs at least one value", o.Index)
+	}
+	lw := &ListWatch{client: c, opts: o, codec: o.Decoder, resource: o.Resource}
+	if o.Decoder != nil {
+		if o.Resource == "" {
+			return nil, errors.New("informerd client: with a Decoder, Options.Resource must name the resource (there is no example object to find it by)")
+		}
+		return lw, nil
+	}
 	cd, err := newCodec(example, o.Scheme)
 	if err != nil {
 		return nil, err
 	}
-	if o.Index != "" && len(o.IndexValues) == 0 {
-		return nil, fmt.Errorf("informerd client: index %q needs at least one value", o.Index)
-	}
-	return &ListWatch{client: c, opts: o, codec: cd, resource: o.Resource}, nil
+	lw.codec, lw.gvk = cd, cd.gvk
+	return lw, nil
 }
 
 // IsWatchListSemanticsUnSupported tells client-go's reflector whether to
@@ -110,7 +144,7 @@ func (lw *ListWatch) ListWithContext(ctx context.Context, options metav1.ListOpt
 	if err != nil {
 		return nil, err
 	}
-	req := &pb.ListRequest{Resource: resource, Selector: sel, Limit: options.Limit, ContinueToken: options.Continue}
+	req := &pb.ListRequest{Resource: resource, Selector: sel, Limit: options.Limit, ContinueToken: options.Continue, Fields: lw.fields()}
 	if rv := options.ResourceVersion; rv != "" && rv != "0" && options.Continue == "" {
 		req.MinResourceVersion = rv
 	}
@@ -121,14 +155,14 @@ func (lw *ListWatch) ListWithContext(ctx context.Context, options metav1.ListOpt
 			return nil, FromError(err)
 		}
 		for _, o := range resp.GetObjects() {
-			obj, err := lw.codec.decode(o.GetJson())
+			obj, err := lw.codec.Decode(o.GetJson())
 			if err != nil {
 				return nil, apierrors.NewInternalError(err)
 			}
 			items = append(items, obj)
 		}
 		if resp.GetContinueToken() == "" || options.Limit > 0 {
-			return lw.codec.list(items, resp.GetResourceVersion(), resp.GetContinueToken())
+			return lw.codec.List(items, resp.GetResourceVersion(), resp.GetContinueToken())
 		}
 		req.ContinueToken, req.MinResourceVersion = resp.GetContinueToken(), ""
 	}
@@ -140,8 +174,10 @@ func (lw *ListWatch) ListWithContext(ctx context.Context, options metav1.ListOpt
 // ends (its channel closes) when TimeoutSeconds pass, when informerd ends
 // the stream for being slow or shutting down, or when the connection
 // breaks; the reflector then watches again from the last resourceVersion
-// it saw. A stream that ends with an error sends it as a watch.Error event
-// first.
+// it saw. A stream that ends so before its first event sends a 429 first,
+// so that the reflector backs off and watches again rather than take it for
+// a failed watch and list. A stream that ends with an error sends it as a
+// watch.Error event first.
 func (lw *ListWatch) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
 	sel, err := lw.selector(options)
 	if err != nil {
@@ -156,6 +192,7 @@ func (lw *ListWatch) WatchWithContext(ctx context.Context, options metav1.ListOp
 		Selector:           sel,
 		AllowBookmarks:     options.AllowWatchBookmarks,
 		SlowConsumerPolicy: lw.opts.SlowConsumerPolicy,
+		Fields:             lw.fields(),
 	}
 	// As the API server: sendInitialEvents asks for the current objects
 	// then a bookmark marking their end; a watch from "" or "0" without it
@@ -215,6 +252,15 @@ func (lw *ListWatch) selector(options metav1.ListOptions) (*pb.Selector, error) 
 	return sel, nil
 }
 
+// fields is the field mask of one request: nil for whole objects, a new
+// message otherwise, as one request's message is not shared with another's.
+func (lw *ListWatch) fields() *fieldmaskpb.FieldMask {
+	if len(lw.opts.Fields) == 0 {
+		return nil
+	}
+	return &fieldmaskpb.FieldMask{Paths: slices.Clone(lw.opts.Fields)}
+}
+
 // resolve returns the resource name, finding it by the example's kind the
 // first time when Options.Resource is empty.
 func (lw *ListWatch) resolve(ctx context.Context) (string, error) {
@@ -227,7 +273,7 @@ func (lw *ListWatch) resolve(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", FromError(err)
 	}
-	gvk := lw.codec.gvk
+	gvk := lw.gvk
 	var served, unresolved []string
 	for _, r := range resp.GetResources() {
 		if r.GetGroup() == gvk.Group && r.GetVersion() == gvk.Version && r.GetKind() == gvk.Kind {

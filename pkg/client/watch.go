@@ -36,18 +36,22 @@ type watchOptions struct {
 // has exited.
 type streamWatch struct {
 	stream pb.CacheService_WatchClient
-	codec  *codec
+	codec  Decoder
 	opts   watchOptions
 	result chan watch.Event
 	cancel context.CancelFunc
 	done   chan struct{}
+	// delivered: an event went out on result since the watch began, or
+	// since the end of its initial events, where client-go starts counting
+	// again. Only receive's goroutine uses it.
+	delivered bool
 }
 
 var _ watch.Interface = (*streamWatch)(nil)
 
 // startWatch starts req and returns once informerd has admitted it (it
 // sends response headers at once) or with the error that refused it.
-func startWatch(ctx context.Context, c pb.CacheServiceClient, req *pb.WatchRequest, cd *codec, o watchOptions) (watch.Interface, error) {
+func startWatch(ctx context.Context, c pb.CacheServiceClient, req *pb.WatchRequest, cd Decoder, o watchOptions) (watch.Interface, error) {
 	sctx, cancel := watchContext(ctx, o)
 	stream, err := c.Watch(sctx, req)
 	if err != nil {
@@ -116,12 +120,18 @@ func (w *streamWatch) receive(ctx context.Context) {
 		if ok && !w.send(ctx, ev) {
 			return
 		}
+		if ok && w.opts.initialEndBookmark && resp.GetType() == pb.EventType_EVENT_TYPE_INITIAL_EVENTS_END {
+			// The reflector's streaming list ends here and its watch
+			// begins: a watch of its own, whose events it counts anew.
+			w.delivered = false
+		}
 	}
 }
 
 func (w *streamWatch) send(ctx context.Context, ev watch.Event) bool {
 	select {
 	case w.result <- ev:
+		w.delivered = true
 		return true
 	case <-ctx.Done():
 		return false
@@ -133,6 +143,14 @@ func (w *streamWatch) send(ctx context.Context, ev watch.Event) bool {
 // channel without an error: the reflector watches again from its last
 // resourceVersion. Anything else is sent as a watch.Error first: 410
 // Expired makes the reflector list again.
+//
+// One exception: a stream that ends for being slow, for shutting down or
+// for a broken connection before it delivered any event sends its 429
+// first. client-go's reflector takes a watch that closes within a second
+// without an event for a broken one and lists again (VeryShortWatchError);
+// a replica that dies just after admitting the watch is no reason to list,
+// and on a 429 the reflector backs off and watches again from its
+// resourceVersion (on another replica, when Config.Address names several).
 func (w *streamWatch) end(ctx context.Context, err error) {
 	if errors.Is(err, io.EOF) || ctx.Err() != nil {
 		return
@@ -145,7 +163,10 @@ func (w *streamWatch) end(ctx context.Context, err error) {
 	}
 	if e.Code == codes.Unavailable || (e.Code == codes.ResourceExhausted && e.Reason == pb.ErrorReason_SLOW_CONSUMER) {
 		klog.FromContext(ctx).V(2).Info("informerd ended the watch; it resumes from the last resourceVersion",
-			"code", e.Code.String(), "reason", e.Reason, "lastResourceVersion", e.LastResourceVersion(), "message", e.Message)
+			"code", e.Code.String(), "reason", e.Reason, "lastResourceVersion", e.LastResourceVersion(), "message", e.Message, "delivered", w.delivered)
+		if !w.delivered {
+			w.send(ctx, errorEvent(e.Status())) // 429: back off, watch again
+		}
 		return
 	}
 	w.send(ctx, errorEvent(e.Status()))
@@ -179,7 +200,7 @@ func (w *streamWatch) event(resp *pb.WatchResponse) (ev watch.Event, ok bool, er
 	default:
 		return ev, false, fmt.Errorf("informerd sent an event of unknown type %s", resp.GetType())
 	}
-	obj, err := w.codec.decode(resp.GetObject().GetJson())
+	obj, err := w.codec.Decode(resp.GetObject().GetJson())
 	if err != nil {
 		return ev, false, err
 	}
@@ -199,7 +220,7 @@ func (w *streamWatch) event(resp *pb.WatchResponse) (ev watch.Event, ok bool, er
 // bookmark returns an empty object of the watched type at rv, annotated as
 // the end of the initial events when initialEnd is set.
 func (w *streamWatch) bookmark(rv string, initialEnd bool) runtime.Object {
-	obj := w.codec.new()
+	obj := w.codec.New()
 	m, _ := meta.Accessor(obj)
 	m.SetResourceVersion(rv)
 	if initialEnd {

@@ -13,6 +13,7 @@ package informerdv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	fieldmaskpb "google.golang.org/protobuf/types/known/fieldmaskpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -541,10 +542,18 @@ func (x *Object) GetJson() []byte {
 
 // GetRequest names one object.
 type GetRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Resource      string                 `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
-	Namespace     string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Resource  string                 `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	Namespace string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// The fields of each object to return, as paths of the object's JSON
+	// field names ("metadata.labels", "status.podIP"); a path through a list
+	// applies to each element, and a name with dots is quoted in backquotes
+	// (metadata.labels.`app.kubernetes.io/name`). apiVersion, kind and
+	// metadata's name, namespace, uid and resourceVersion are always kept.
+	// Empty: the whole object. A path the resource's schema does not have is
+	// INVALID_ARGUMENT where informerd knows the schema.
+	Fields        *fieldmaskpb.FieldMask `protobuf:"bytes,4,opt,name=fields,proto3" json:"fields,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -598,6 +607,13 @@ func (x *GetRequest) GetName() string {
 		return x.Name
 	}
 	return ""
+}
+
+func (x *GetRequest) GetFields() *fieldmaskpb.FieldMask {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
 }
 
 // GetResponse carries the object.
@@ -658,8 +674,16 @@ type ListRequest struct {
 	// When set, the call waits (bounded by its deadline) until the cache has
 	// reached at least this resourceVersion.
 	MinResourceVersion string `protobuf:"bytes,5,opt,name=min_resource_version,json=minResourceVersion,proto3" json:"min_resource_version,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The fields of each object to return, as paths of the object's JSON
+	// field names ("metadata.labels", "status.podIP"); a path through a list
+	// applies to each element, and a name with dots is quoted in backquotes
+	// (metadata.labels.`app.kubernetes.io/name`). apiVersion, kind and
+	// metadata's name, namespace, uid and resourceVersion are always kept.
+	// Empty: the whole object. A path the resource's schema does not have is
+	// INVALID_ARGUMENT where informerd knows the schema.
+	Fields        *fieldmaskpb.FieldMask `protobuf:"bytes,6,opt,name=fields,proto3" json:"fields,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListRequest) Reset() {
@@ -725,6 +749,13 @@ func (x *ListRequest) GetMinResourceVersion() string {
 		return x.MinResourceVersion
 	}
 	return ""
+}
+
+func (x *ListRequest) GetFields() *fieldmaskpb.FieldMask {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
 }
 
 // ListResponse is one page of a List.
@@ -803,8 +834,21 @@ type WatchRequest struct {
 	// Send BOOKMARK events carrying the latest resourceVersion.
 	AllowBookmarks     bool               `protobuf:"varint,5,opt,name=allow_bookmarks,json=allowBookmarks,proto3" json:"allow_bookmarks,omitempty"`
 	SlowConsumerPolicy SlowConsumerPolicy `protobuf:"varint,6,opt,name=slow_consumer_policy,json=slowConsumerPolicy,proto3,enum=informerd.v1.SlowConsumerPolicy" json:"slow_consumer_policy,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The fields of each object to return, as paths of the object's JSON
+	// field names ("metadata.labels", "status.podIP"); a path through a list
+	// applies to each element, and a name with dots is quoted in backquotes
+	// (metadata.labels.`app.kubernetes.io/name`). apiVersion, kind and
+	// metadata's name, namespace, uid and resourceVersion are always kept.
+	// Empty: the whole object. A path the resource's schema does not have is
+	// INVALID_ARGUMENT where informerd knows the schema.
+	// Watchers with the same fields share one projected encoding of each
+	// event. A MODIFIED whose projection is unchanged is not sent; BOOKMARKs
+	// (allow_bookmarks) carry the stream's resourceVersion past it, so a
+	// resume from the last one received misses nothing. Selection (entering
+	// or leaving the selector) is decided on the whole object.
+	Fields        *fieldmaskpb.FieldMask `protobuf:"bytes,7,opt,name=fields,proto3" json:"fields,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WatchRequest) Reset() {
@@ -879,6 +923,13 @@ func (x *WatchRequest) GetSlowConsumerPolicy() SlowConsumerPolicy {
 	return SlowConsumerPolicy_SLOW_CONSUMER_POLICY_UNSPECIFIED
 }
 
+func (x *WatchRequest) GetFields() *fieldmaskpb.FieldMask {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
 // WatchResponse is one watch event.
 type WatchResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -945,7 +996,7 @@ var File_informerd_v1_cache_proto protoreflect.FileDescriptor
 
 const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\n" +
-	"\x18informerd/v1/cache.proto\x12\finformerd.v1\"\x16\n" +
+	"\x18informerd/v1/cache.proto\x12\finformerd.v1\x1a google/protobuf/field_mask.proto\"\x16\n" +
 	"\x14ListResourcesRequest\"Q\n" +
 	"\x15ListResourcesResponse\x128\n" +
 	"\tresources\x18\x01 \x03(\v2\x1a.informerd.v1.ResourceInfoR\tresources\"\xa2\x02\n" +
@@ -975,31 +1026,34 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
 	"\x03uid\x18\x03 \x01(\tR\x03uid\x12)\n" +
 	"\x10resource_version\x18\x04 \x01(\tR\x0fresourceVersion\x12\x12\n" +
-	"\x04json\x18\x05 \x01(\fR\x04json\"Z\n" +
+	"\x04json\x18\x05 \x01(\fR\x04json\"\x8e\x01\n" +
 	"\n" +
 	"GetRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\";\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x122\n" +
+	"\x06fields\x18\x04 \x01(\v2\x1a.google.protobuf.FieldMaskR\x06fields\";\n" +
 	"\vGetResponse\x12,\n" +
-	"\x06object\x18\x01 \x01(\v2\x14.informerd.v1.ObjectR\x06object\"\xcc\x01\n" +
+	"\x06object\x18\x01 \x01(\v2\x14.informerd.v1.ObjectR\x06object\"\x80\x02\n" +
 	"\vListRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x122\n" +
 	"\bselector\x18\x02 \x01(\v2\x16.informerd.v1.SelectorR\bselector\x12\x14\n" +
 	"\x05limit\x18\x03 \x01(\x03R\x05limit\x12%\n" +
 	"\x0econtinue_token\x18\x04 \x01(\tR\rcontinueToken\x120\n" +
-	"\x14min_resource_version\x18\x05 \x01(\tR\x12minResourceVersion\"\x90\x01\n" +
+	"\x14min_resource_version\x18\x05 \x01(\tR\x12minResourceVersion\x122\n" +
+	"\x06fields\x18\x06 \x01(\v2\x1a.google.protobuf.FieldMaskR\x06fields\"\x90\x01\n" +
 	"\fListResponse\x12.\n" +
 	"\aobjects\x18\x01 \x03(\v2\x14.informerd.v1.ObjectR\aobjects\x12)\n" +
 	"\x10resource_version\x18\x02 \x01(\tR\x0fresourceVersion\x12%\n" +
-	"\x0econtinue_token\x18\x03 \x01(\tR\rcontinueToken\"\xb6\x02\n" +
+	"\x0econtinue_token\x18\x03 \x01(\tR\rcontinueToken\"\xea\x02\n" +
 	"\fWatchRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x122\n" +
 	"\bselector\x18\x02 \x01(\v2\x16.informerd.v1.SelectorR\bselector\x12)\n" +
 	"\x10resource_version\x18\x03 \x01(\tR\x0fresourceVersion\x12.\n" +
 	"\x13send_initial_events\x18\x04 \x01(\bR\x11sendInitialEvents\x12'\n" +
 	"\x0fallow_bookmarks\x18\x05 \x01(\bR\x0eallowBookmarks\x12R\n" +
-	"\x14slow_consumer_policy\x18\x06 \x01(\x0e2 .informerd.v1.SlowConsumerPolicyR\x12slowConsumerPolicy\"\x95\x01\n" +
+	"\x14slow_consumer_policy\x18\x06 \x01(\x0e2 .informerd.v1.SlowConsumerPolicyR\x12slowConsumerPolicy\x122\n" +
+	"\x06fields\x18\a \x01(\v2\x1a.google.protobuf.FieldMaskR\x06fields\"\x95\x01\n" +
 	"\rWatchResponse\x12+\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x17.informerd.v1.EventTypeR\x04type\x12,\n" +
 	"\x06object\x18\x02 \x01(\v2\x14.informerd.v1.ObjectR\x06object\x12)\n" +
@@ -1049,30 +1103,34 @@ var file_informerd_v1_cache_proto_goTypes = []any{
 	(*ListResponse)(nil),          // 11: informerd.v1.ListResponse
 	(*WatchRequest)(nil),          // 12: informerd.v1.WatchRequest
 	(*WatchResponse)(nil),         // 13: informerd.v1.WatchResponse
+	(*fieldmaskpb.FieldMask)(nil), // 14: google.protobuf.FieldMask
 }
 var file_informerd_v1_cache_proto_depIdxs = []int32{
 	4,  // 0: informerd.v1.ListResourcesResponse.resources:type_name -> informerd.v1.ResourceInfo
 	6,  // 1: informerd.v1.Selector.index:type_name -> informerd.v1.IndexSelector
-	7,  // 2: informerd.v1.GetResponse.object:type_name -> informerd.v1.Object
-	5,  // 3: informerd.v1.ListRequest.selector:type_name -> informerd.v1.Selector
-	7,  // 4: informerd.v1.ListResponse.objects:type_name -> informerd.v1.Object
-	5,  // 5: informerd.v1.WatchRequest.selector:type_name -> informerd.v1.Selector
-	0,  // 6: informerd.v1.WatchRequest.slow_consumer_policy:type_name -> informerd.v1.SlowConsumerPolicy
-	1,  // 7: informerd.v1.WatchResponse.type:type_name -> informerd.v1.EventType
-	7,  // 8: informerd.v1.WatchResponse.object:type_name -> informerd.v1.Object
-	2,  // 9: informerd.v1.CacheService.ListResources:input_type -> informerd.v1.ListResourcesRequest
-	8,  // 10: informerd.v1.CacheService.Get:input_type -> informerd.v1.GetRequest
-	10, // 11: informerd.v1.CacheService.List:input_type -> informerd.v1.ListRequest
-	12, // 12: informerd.v1.CacheService.Watch:input_type -> informerd.v1.WatchRequest
-	3,  // 13: informerd.v1.CacheService.ListResources:output_type -> informerd.v1.ListResourcesResponse
-	9,  // 14: informerd.v1.CacheService.Get:output_type -> informerd.v1.GetResponse
-	11, // 15: informerd.v1.CacheService.List:output_type -> informerd.v1.ListResponse
-	13, // 16: informerd.v1.CacheService.Watch:output_type -> informerd.v1.WatchResponse
-	13, // [13:17] is the sub-list for method output_type
-	9,  // [9:13] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	14, // 2: informerd.v1.GetRequest.fields:type_name -> google.protobuf.FieldMask
+	7,  // 3: informerd.v1.GetResponse.object:type_name -> informerd.v1.Object
+	5,  // 4: informerd.v1.ListRequest.selector:type_name -> informerd.v1.Selector
+	14, // 5: informerd.v1.ListRequest.fields:type_name -> google.protobuf.FieldMask
+	7,  // 6: informerd.v1.ListResponse.objects:type_name -> informerd.v1.Object
+	5,  // 7: informerd.v1.WatchRequest.selector:type_name -> informerd.v1.Selector
+	0,  // 8: informerd.v1.WatchRequest.slow_consumer_policy:type_name -> informerd.v1.SlowConsumerPolicy
+	14, // 9: informerd.v1.WatchRequest.fields:type_name -> google.protobuf.FieldMask
+	1,  // 10: informerd.v1.WatchResponse.type:type_name -> informerd.v1.EventType
+	7,  // 11: informerd.v1.WatchResponse.object:type_name -> informerd.v1.Object
+	2,  // 12: informerd.v1.CacheService.ListResources:input_type -> informerd.v1.ListResourcesRequest
+	8,  // 13: informerd.v1.CacheService.Get:input_type -> informerd.v1.GetRequest
+	10, // 14: informerd.v1.CacheService.List:input_type -> informerd.v1.ListRequest
+	12, // 15: informerd.v1.CacheService.Watch:input_type -> informerd.v1.WatchRequest
+	3,  // 16: informerd.v1.CacheService.ListResources:output_type -> informerd.v1.ListResourcesResponse
+	9,  // 17: informerd.v1.CacheService.Get:output_type -> informerd.v1.GetResponse
+	11, // 18: informerd.v1.CacheService.List:output_type -> informerd.v1.ListResponse
+	13, // 19: informerd.v1.CacheService.Watch:output_type -> informerd.v1.WatchResponse
+	16, // [16:20] is the sub-list for method output_type
+	12, // [12:16] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_informerd_v1_cache_proto_init() }
