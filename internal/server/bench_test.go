@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/test/bufconn"
@@ -30,6 +28,7 @@ import (
 	"github.com/informerd/informerd/internal/object"
 	"github.com/informerd/informerd/internal/pipeline"
 	"github.com/informerd/informerd/internal/server"
+	"github.com/informerd/informerd/internal/testenv"
 )
 
 // benchServer is a pods cache fed directly (no API server) and served as
@@ -73,14 +72,7 @@ func newBenchServer(b *testing.B, pods, nodes int) *benchServer {
 	go func() { _ = gs.Serve(lis) }()
 	b.Cleanup(gs.Stop)
 	b.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return lis.Dial() }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(discard{encoding.GetCodecV2("proto")})))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { conn.Close() })
+	conn := testenv.DialBufconn(b, lis, grpc.WithDefaultCallOptions(grpc.ForceCodecV2(discard{encoding.GetCodecV2("proto")})))
 	bs.client = pb.NewCacheServiceClient(conn)
 	return bs
 }

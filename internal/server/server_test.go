@@ -6,16 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	grpchealth "google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -98,13 +95,7 @@ func serveSet(t *testing.T, set *pipeline.Set, o server.Options) *fixture {
 	srv.Register(gs, &healthpb.Health_ServiceDesc, grpchealth.NewServer())
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(func() { srv.Stop(); gs.Stop() })
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return lis.Dial() }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := testenv.DialBufconn(t, lis)
 	return &fixture{client: pb.NewCacheServiceClient(conn), health: healthpb.NewHealthClient(conn), kube: kubernetes.NewForConfigOrDie(env.Config), srv: srv, set: set}
 }
 

@@ -2,9 +2,13 @@ package testenv
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -72,4 +76,20 @@ func Within(t testing.TB, timeout time.Duration, what string, f func()) {
 		f()
 	}()
 	Receive(t, timeout, what, done)
+}
+
+// DialBufconn returns a client connection, without TLS, to the gRPC server
+// serving lis, closed when the test ends; opts are added to the dial's.
+func DialBufconn(t testing.TB, lis *bufconn.Listener, opts ...grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
+	opts = append([]grpc.DialOption{
+		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return lis.Dial() }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+	}, opts...)
+	conn, err := grpc.NewClient("passthrough:///bufnet", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
 }

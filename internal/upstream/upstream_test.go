@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,13 +43,7 @@ func serve(t *testing.T, set *pipeline.Set) *grpc.ClientConn {
 	gs := srv.NewGRPC(server.GRPCOptions{})
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(func() { srv.Stop(); gs.Stop() })
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return lis.Dial() }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := testenv.DialBufconn(t, lis)
 	return conn
 }
 
