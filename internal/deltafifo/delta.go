@@ -18,6 +18,11 @@
 //   - bookmarks are entries too (watch.Bookmark deltas), so the cache's
 //     resourceVersion moves in order with the changes.
 //
+// Run, its consumer, also lets a producer apply its own change when the
+// queue is empty and nothing is being applied: a queue is a hand-off
+// between goroutines, and at a trickle of changes waking a goroutine for
+// each one costs more than applying it.
+//
 // Deltas carry apimachinery's watch.EventType, the one event type informerd
 // uses from the queue to the stream.
 package deltafifo
@@ -56,8 +61,8 @@ type Delta struct {
 }
 
 // Known is the consumer's current view, which a Replace is diffed against.
-// It is called only from the goroutine that calls Pop, after the deltas
-// popped before have been applied.
+// It is called only from the goroutine that calls Pop or Run, after every
+// delta before the Replace has been applied.
 type Known interface {
 	// Keys returns every key the cache holds.
 	Keys() []string

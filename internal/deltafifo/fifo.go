@@ -36,6 +36,12 @@ type FIFO struct {
 	closed   bool
 	nonEmpty chan struct{} // closed and replaced when an item arrives
 	synced   bool          // first Replace queued
+	// apply is Run's: set while it runs, it lets a producer apply its own
+	// change (see Run).
+	apply func([]Delta)
+	// applying is set while an entry is being applied, by Run's consumer
+	// or by a producer applying its own; no other is popped meanwhile.
+	applying bool
 }
 
 // New returns a queue holding at most capacity entries. A Replace counts as
@@ -82,7 +88,6 @@ func (f *FIFO) Replace(objs []*object.Object, rv string) error {
 
 func (f *FIFO) push(it item) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if it.replace != nil {
 		// A newer full list supersedes a queued one and whatever came
 		// after it, so the queue never holds two lists.
@@ -99,13 +104,35 @@ func (f *FIFO) push(it item) error {
 		f.notFull.Wait()
 	}
 	if f.closed {
+		f.mu.Unlock()
 		return ErrClosed
 	}
 	it.delta.Received = time.Now()
+	if apply := f.apply; apply != nil && it.replace == nil && !f.applying && f.head == len(f.items) {
+		// Nothing is ahead of this change and nothing is being applied:
+		// apply it here, where a hand-off would wake the consumer for one
+		// delta.
+		f.applying = true
+		f.mu.Unlock()
+		apply([]Delta{it.delta})
+		f.mu.Lock()
+		f.applying = false
+		if f.head < len(f.items) {
+			f.wakeLocked() // another producer queued meanwhile
+		}
+		f.mu.Unlock()
+		return nil
+	}
 	f.items = append(f.items, it)
+	f.wakeLocked()
+	f.mu.Unlock()
+	return nil
+}
+
+// wakeLocked wakes the consumer waiting for an entry.
+func (f *FIFO) wakeLocked() {
 	close(f.nonEmpty)
 	f.nonEmpty = make(chan struct{})
-	return nil
 }
 
 // Close wakes every waiter; later calls return ErrClosed. It is idempotent.
@@ -119,17 +146,56 @@ func (f *FIFO) Close() {
 	}
 }
 
+// Run applies the queue's entries with apply, in order, one at a time,
+// until ctx is done or the queue closes, and returns why. While it runs, a
+// change pushed when the queue is empty and nothing is being applied is
+// applied by the producer itself, on its goroutine, before its Add,
+// Update, Delete or Bookmark returns: at a steady trickle of changes every
+// one is, and no goroutine is woken to apply it. A Replace is always left
+// to Run, and so is every change queued behind an entry: while a relist is
+// diffed and applied, the changes after it wait in the queue, up to its
+// capacity, and the producer goes on reading.
+//
+// Only one of Run and Pop may be used, by one goroutine.
+func (f *FIFO) Run(ctx context.Context, apply func([]Delta)) error {
+	f.mu.Lock()
+	f.apply = apply
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.apply = nil
+		f.mu.Unlock()
+	}()
+	for {
+		deltas, err := f.pop(ctx, true)
+		if err != nil {
+			return err
+		}
+		apply(deltas)
+		f.mu.Lock()
+		f.applying = false
+		f.mu.Unlock()
+	}
+}
+
 // Pop waits for the next entry and returns its deltas in the order to apply
 // them: one for a plain entry, the diff for a Replace (its Bookmark marked
 // Synced after the first one). It returns ctx's error or ErrClosed when it stops.
 func (f *FIFO) Pop(ctx context.Context) ([]Delta, error) {
+	return f.pop(ctx, false)
+}
+
+// pop is Pop; mark sets applying for the entry popped, which the caller
+// clears once it is applied.
+func (f *FIFO) pop(ctx context.Context, mark bool) ([]Delta, error) {
 	for {
 		f.mu.Lock()
 		if f.closed {
 			f.mu.Unlock()
 			return nil, ErrClosed
 		}
-		if f.head < len(f.items) {
+		if f.head < len(f.items) && !f.applying {
+			f.applying = mark
 			it := f.items[f.head]
 			f.items[f.head] = item{}
 			f.head++

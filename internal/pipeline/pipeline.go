@@ -383,16 +383,13 @@ func (p *Pipeline) prepare(r *object.Raw) {
 	p.encoder.Prepare(r)
 }
 
-// consume applies queued deltas to the cache until the queue closes.
+// consume applies the queue's deltas to the cache until the queue closes:
+// those Run pops, and those the reflector applies itself (deltafifo.Run).
 func (p *Pipeline) consume(ctx context.Context, resource string) error {
-	for {
-		deltas, err := p.fifo.Pop(ctx)
-		if err != nil {
-			return err
-		}
+	return p.fifo.Run(ctx, func(deltas []deltafifo.Delta) {
 		p.index.Apply(deltas)
 		if p.ingest == nil {
-			continue
+			return
 		}
 		now := time.Now()
 		for _, d := range deltas {
@@ -401,7 +398,7 @@ func (p *Pipeline) consume(ctx context.Context, resource string) error {
 				p.ingest.ObserveIngest(resource, now.Sub(d.Received))
 			}
 		}
-	}
+	})
 }
 
 // resolveBackoff spaces the lookups of a resource discovery does not know.

@@ -70,6 +70,13 @@ type Reflector struct {
 	// indexFailures logs objects an index fails on.
 	indexFailures indexFailures
 	resume        resumeState
+	// listed is closed by the next Replace stored: the streaming list of
+	// the watch that made it has been stored (see streamHooks.listed).
+	listed atomic.Pointer[chan struct{}]
+	// caughtUp is the resourceVersion of the last bookmark a streamWatch
+	// made to tell client-go's Reflector how far it applied; the store
+	// skips it (see caughtUpTo).
+	caughtUp atomic.Pointer[string]
 }
 
 // Options configure a Reflector.
@@ -137,9 +144,18 @@ func (r *Reflector) Run(ctx context.Context) {
 			r.observeError(errors.New("the watch closed at once without an event: the API server is unreachable or dropped the connection"))
 		}
 		if sw, ok := w.(*streamWatch); ok {
-			sw.start(&r.watches, end, observe, onEmpty, func(err error) {
-				r.missed(ReasonEncode, err)
-			})
+			hooks := streamHooks{
+				end: end, observe: observe, onEmpty: onEmpty,
+				onUndecodable: func(err error) { r.missed(ReasonEncode, err) },
+				apply:         r.apply,
+				caughtUp:      r.caughtUpTo,
+			}
+			if streamingList {
+				listed := make(chan struct{})
+				r.listed.Store(&listed)
+				hooks.listed = listed
+			}
+			sw.start(&r.watches, hooks)
 			return sw, nil
 		}
 		return observeWatch(ctx, w, &r.watches, end, observe, onEmpty), nil
@@ -173,6 +189,32 @@ func (r *Reflector) Run(ctx context.Context) {
 	})
 	cr.RunWithContext(ctx)
 	r.watches.Wait()
+}
+
+// apply stores a watch event a streamWatch read, as client-go's Reflector
+// would: Add, Update, Delete or Bookmark.
+func (r *Reflector) apply(ev watch.Event) {
+	s := (*store)(r)
+	switch ev.Type {
+	case watch.Added:
+		_ = s.Add(ev.Object)
+	case watch.Modified:
+		_ = s.Update(ev.Object)
+	case watch.Deleted:
+		_ = s.Delete(ev.Object)
+	case watch.Bookmark:
+		if u, ok := ev.Object.(*object.Raw); ok {
+			_ = s.Bookmark(u.ResourceVersion)
+		}
+	}
+}
+
+// caughtUpTo is the bookmark at rv a streamWatch sends the Reflector,
+// which watches again from its resourceVersion, after applying events up
+// to rv itself. The store has them already: it skips this bookmark.
+func (r *Reflector) caughtUpTo(rv string) watch.Event {
+	r.caughtUp.Store(&rv)
+	return watch.Event{Type: watch.Bookmark, Object: bookmarkAt(rv)}
 }
 
 // observeError records a list or watch failure; client-go's Reflector

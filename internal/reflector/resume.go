@@ -249,6 +249,15 @@ func statusOf(err error) *metav1.Status {
 	return &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired, Message: err.Error()}
 }
 
+// bookmarkAt is a bookmark's object at rv.
+func bookmarkAt(rv string) *object.Raw {
+	r, err := object.ParseRaw(fmt.Appendf(nil, `{"metadata":{"resourceVersion":%q}}`, rv))
+	if err != nil {
+		panic(err) // a constant document
+	}
+	return r
+}
+
 // initialEventsEnd is the bookmark that ends a streaming list's initial
 // events at rv.
 func initialEventsEnd(rv string) *object.Raw {

@@ -151,6 +151,9 @@ func (s *store) Replace(list []any, rv string) error {
 		r.missed(ReasonQueue, err, "resourceVersion", rv)
 		return err
 	}
+	if listed := r.listed.Swap(nil); listed != nil {
+		close(*listed) // its watch applies the changes after it
+	}
 	r.gap.fill()
 	r.indexFailures.relisted(failures)
 	r.signals.Relists.Add(1)
@@ -164,6 +167,9 @@ func (s *store) Resync() error { return nil }
 // Bookmark implements cache.ReflectorBookmarkStore.
 func (s *store) Bookmark(rv string) error {
 	r := (*Reflector)(s)
+	if p := r.caughtUp.Load(); p != nil && *p == rv && r.caughtUp.CompareAndSwap(p, nil) {
+		return nil // a streamWatch's, which applied up to rv itself
+	}
 	if r.gap.open() {
 		return nil
 	}

@@ -32,13 +32,19 @@ import (
 var streamIdle = 3 * time.Minute
 
 // streamWatch is an API server watch read by informerd itself: one
-// goroutine reads the response a line at a time, decodes each event into
+// goroutine reads the response a line at a time and decodes each event into
 // an object.Raw (the envelope split without parsing the object, the object
-// copied once) and hands it to client-go's Reflector. It replaces
-// client-go's StreamWatcher, its frame and event decoders and the
-// observedWatch goroutine in front of them: per event one goroutine wakes
-// where three did, and the bytes are copied once where three copies were
-// made.
+// copied once). It replaces client-go's StreamWatcher, its frame and event
+// decoders and the observedWatch goroutine in front of them: the bytes are
+// copied once where three copies were made.
+//
+// Given an apply hook (streamHooks), it also stores the watch's changes
+// itself, on its goroutine, from the socket to the cache: client-go's
+// Reflector sees only a bookmark at the last resourceVersion applied (the
+// one to watch again from) before the watch's end or an error, which it
+// is sent as before. Events during a streaming list go to the Reflector,
+// which gathers them into one Replace. Per event, at a trickle of changes,
+// no goroutine is woken besides the one the socket wakes.
 //
 // Its hooks are set by start before the first event; a streamWatch whose
 // ResultChan is read without start runs without them.
@@ -49,8 +55,22 @@ type streamWatch struct {
 	once sync.Once // Stop
 	run  sync.Once // start
 
-	end     <-chan struct{} // closed when a change was missed: end with 410
-	wg      *sync.WaitGroup
+	wg *sync.WaitGroup
+	streamHooks
+
+	// prepare readies each object while the line it was read from is
+	// valid (object.Encoder.Prepare); nil: the object is copied as it is.
+	prepare func(*object.Raw)
+
+	lastRead atomic.Int64 // unix nanoseconds
+	idled    atomic.Bool  // closed by checkIdle
+}
+
+// streamHooks are what a streamWatch tells the Reflector, and how it
+// stores changes itself. Every field may be nil.
+type streamHooks struct {
+	// end is closed when a change was missed: the watch ends with 410.
+	end     <-chan struct{}
 	observe func(watch.Event)
 	// onEmpty is called when the watch closes within a second without an
 	// event and without Stop.
@@ -59,12 +79,18 @@ type streamWatch struct {
 	// is expected to close end (the change it held is missing).
 	onUndecodable func(error)
 
-	// prepare readies each object while the line it was read from is
-	// valid (object.Encoder.Prepare); nil: the object is copied as it is.
-	prepare func(*object.Raw)
-
-	lastRead atomic.Int64 // unix nanoseconds
-	idled    atomic.Bool  // closed by checkIdle
+	// apply stores an ADDED, MODIFIED, DELETED or BOOKMARK event as the
+	// Reflector would (the store's Add, Update, Delete or Bookmark); nil:
+	// every event goes to the Reflector.
+	apply func(watch.Event)
+	// listed, for a watch that starts with a streaming list, is closed
+	// once the Reflector has stored the list: after the bookmark that ends
+	// the initial events has been sent, events are applied only then. Nil:
+	// the watch applies from its first event.
+	listed <-chan struct{}
+	// caughtUp returns the bookmark at rv sent to the Reflector after
+	// events were applied, before the watch ends or sends anything else.
+	caughtUp func(rv string) watch.Event
 }
 
 func newStreamWatch(ctx context.Context, body io.ReadCloser, prepare func(*object.Raw)) *streamWatch {
@@ -78,9 +104,12 @@ func newStreamWatch(ctx context.Context, body io.ReadCloser, prepare func(*objec
 
 // start sets the hooks and starts the reading goroutine, tracked by wg.
 // Only the first call (or ResultChan's) starts it.
-func (w *streamWatch) start(wg *sync.WaitGroup, end <-chan struct{}, observe func(watch.Event), onEmpty func(), onUndecodable func(error)) {
+func (w *streamWatch) start(wg *sync.WaitGroup, hooks streamHooks) {
 	w.run.Do(func() {
-		w.wg, w.end, w.observe, w.onEmpty, w.onUndecodable = wg, end, observe, onEmpty, onUndecodable
+		w.wg, w.streamHooks = wg, hooks
+		if w.apply != nil && w.caughtUp == nil {
+			panic("streamWatch: apply without caughtUp")
+		}
 		if w.wg == nil {
 			w.wg = &sync.WaitGroup{}
 		}
@@ -90,7 +119,7 @@ func (w *streamWatch) start(wg *sync.WaitGroup, end <-chan struct{}, observe fun
 
 // ResultChan implements watch.Interface.
 func (w *streamWatch) ResultChan() <-chan watch.Event {
-	w.start(nil, nil, nil, nil, nil)
+	w.start(nil, streamHooks{})
 	return w.out
 }
 
@@ -123,6 +152,9 @@ func (w *streamWatch) loop() {
 	}
 
 	start, events := time.Now(), 0
+	// direct: events are applied here; applied: the resourceVersion of
+	// the last one, which the Reflector has not been told.
+	direct, applied := w.apply != nil && w.listed == nil, ""
 	for {
 		line, err := w.lines.nextLine()
 		if w.ended() {
@@ -146,12 +178,14 @@ func (w *streamWatch) loop() {
 					Message: w.readError(err),
 				}})
 			}
+			w.catchUp(applied)
 			return
 		}
 		w.lastRead.Store(time.Now().UnixNano())
 		ev, err := decodeEvent(line, w.prepare)
 		if err != nil {
 			if w.onUndecodable == nil {
+				w.catchUp(applied)
 				w.send(watch.Event{Type: watch.Error, Object: &metav1.Status{
 					Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Reason: metav1.StatusReasonInternalError,
 					Message: err.Error(),
@@ -165,10 +199,47 @@ func (w *streamWatch) loop() {
 		if w.observe != nil {
 			w.observe(ev)
 		}
-		if !w.send(ev) {
+		if direct && ev.Type != watch.Error {
+			w.apply(ev)
+			applied = ev.Object.(*object.Raw).ResourceVersion
+			continue
+		}
+		if !w.catchUp(applied) || !w.send(ev) {
 			return
 		}
+		applied = ""
+		if w.apply != nil && !direct && ev.Type == watch.Bookmark && ev.Object.(*object.Raw).GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+			// The Reflector stores the streaming list now; what follows
+			// is applied here once it has.
+			if !w.waitListed() {
+				return
+			}
+			direct = true
+		}
 	}
+}
+
+// catchUp sends the Reflector the bookmark at applied, the resourceVersion
+// of the last event applied, if any; false when the watch is over.
+func (w *streamWatch) catchUp(applied string) bool {
+	if applied == "" {
+		return true
+	}
+	return w.send(w.caughtUp(applied))
+}
+
+// waitListed waits until the Reflector has stored the streaming list;
+// false when the watch is over first.
+func (w *streamWatch) waitListed() bool {
+	select {
+	case <-w.listed:
+		return true
+	case <-w.stop:
+	case <-w.done:
+	case <-w.end:
+		w.sendMissed()
+	}
+	return false
 }
 
 // send passes ev on; false when the watch is over.

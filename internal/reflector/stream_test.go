@@ -188,7 +188,7 @@ func TestStreamWatchUndecodableEndsWith410(t *testing.T) {
 	var wg sync.WaitGroup
 	var g gap
 	var undecodable []error
-	w.start(&wg, g.watchEnd(false), nil, nil, func(err error) { undecodable = append(undecodable, err); g.record() })
+	w.start(&wg, streamHooks{end: g.watchEnd(false), onUndecodable: func(err error) { undecodable = append(undecodable, err); g.record() }})
 	go func() {
 		body.line(`{"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"a","resourceVersion":"5"}}}`)
 		body.line(`{"type":"ADDED","object":{"kind":"Pod","metadata":{"name":7}}}`)
@@ -219,7 +219,7 @@ func TestStreamWatchStopUnblocksRead(t *testing.T) {
 	w := newStreamWatch(context.Background(), body, nil)
 	var wg sync.WaitGroup
 	var g gap
-	w.start(&wg, g.watchEnd(false), nil, nil, nil)
+	w.start(&wg, streamHooks{end: g.watchEnd(false)})
 	time.AfterFunc(50*time.Millisecond, w.Stop)
 	for range w.ResultChan() {
 		t.Error("an event from a silent watch")

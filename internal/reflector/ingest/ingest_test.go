@@ -226,15 +226,7 @@ func benchmarkIngest(b *testing.B, rate int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { refl.Run(ctx); fifo.Close() })
-	wg.Go(func() {
-		for {
-			d, err := fifo.Pop(ctx)
-			if err != nil {
-				return
-			}
-			ix.Apply(d)
-		}
-	})
+	wg.Go(func() { _ = fifo.Run(ctx, ix.Apply) })
 	defer func() { cancel(); fifo.Close(); wg.Wait() }()
 
 	for !ix.Stats().Synced {
