@@ -184,3 +184,41 @@ func directRandomized(t *testing.T, seed uint64) {
 		}
 	}
 }
+
+// TestStreamWatchEndsWhenTheListFails: when the Reflector fails to store
+// the streaming list, the missed change ends the watch, whose goroutines
+// exit although client-go neither reads it again nor stops it.
+func TestStreamWatchEndsWhenTheListFails(t *testing.T) {
+	body := newPipeBody()
+	w := newStreamWatch(context.Background(), body, nil)
+	var wg sync.WaitGroup
+	var g gap
+	applied := 0
+	w.start(&wg, streamHooks{
+		end:      g.watchEnd(true),
+		apply:    func(watch.Event) { applied++ },
+		listed:   make(chan struct{}),
+		caughtUp: func(rv string) watch.Event { return watch.Event{Type: watch.Bookmark, Object: bookmarkAt(rv)} },
+	})
+	go func() {
+		body.line(`{"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"a","resourceVersion":"5"}}}`)
+		body.line(`{"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"6","annotations":{"k8s.io/initial-events-end":"true"}}}}`)
+		body.line(`{"type":"MODIFIED","object":{"kind":"Pod","metadata":{"name":"a","resourceVersion":"7"}}}`)
+	}()
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Bookmark {
+			break
+		}
+	}
+	g.record() // the Replace failed
+	exited := make(chan struct{})
+	go func() { wg.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch's goroutines still run after its list failed")
+	}
+	if applied != 0 {
+		t.Errorf("%d events applied after a list that was not stored", applied)
+	}
+}

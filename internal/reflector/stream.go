@@ -201,7 +201,9 @@ func (w *streamWatch) loop() {
 		}
 		if direct && ev.Type != watch.Error {
 			w.apply(ev)
-			applied = ev.Object.(*object.Raw).ResourceVersion
+			if rv := ev.Object.(*object.Raw).ResourceVersion; rv != "" {
+				applied = rv
+			}
 			continue
 		}
 		if !w.catchUp(applied) || !w.send(ev) {
@@ -229,7 +231,9 @@ func (w *streamWatch) catchUp(applied string) bool {
 }
 
 // waitListed waits until the Reflector has stored the streaming list;
-// false when the watch is over first.
+// false when the watch is over first. A change missed meanwhile is the
+// list's: its Replace failed, and client-go, which then lists again
+// without reading this watch, is sent nothing.
 func (w *streamWatch) waitListed() bool {
 	select {
 	case <-w.listed:
@@ -237,7 +241,6 @@ func (w *streamWatch) waitListed() bool {
 	case <-w.stop:
 	case <-w.done:
 	case <-w.end:
-		w.sendMissed()
 	}
 	return false
 }
