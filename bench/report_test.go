@@ -11,7 +11,7 @@ func TestMarkdownGoals(t *testing.T) {
 		{Name: "missed", Target: "≥ 3×", Detail: "2.3×"},
 		{Name: "reported", Detail: "1.5×"},
 	}}}}
-	md := r.markdown()
+	md := r.markdown("../../benchmarks.md")
 	for _, want := range []string{
 		"| met | ≥ 3× | 3.4× | yes |",
 		"| missed | ≥ 3× | 2.3× | **no** |",
@@ -19,6 +19,19 @@ func TestMarkdownGoals(t *testing.T) {
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("results.md has no line %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestDocLink(t *testing.T) {
+	for _, tc := range []struct{ dir, want string }{
+		{"/r/docs/benchmarks/full", "../../benchmarks.md"},
+		{"/r/docs/benchmarks/full-ingest-3/fanout", "../../../benchmarks.md"},
+		{"/tmp/informerd-bench-1", "docs/benchmarks.md"},
+		{"/r/docs", "docs/benchmarks.md"},
+	} {
+		if got := docLink(tc.dir, "/r"); got != tc.want {
+			t.Errorf("docLink(%q) = %q, want %q", tc.dir, got, tc.want)
 		}
 	}
 }
