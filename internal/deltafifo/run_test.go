@@ -171,6 +171,14 @@ func TestRunRandomized(t *testing.T) {
 	}
 }
 
+// FuzzRun explores TestRunRandomized's sequences beyond its seeds.
+func FuzzRun(f *testing.F) {
+	for _, seed := range []uint64{0, 3, 99} {
+		f.Add(seed)
+	}
+	f.Fuzz(runRandomized)
+}
+
 func runRandomized(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 42))
 	c := newCacheModel(t)

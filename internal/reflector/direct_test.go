@@ -108,6 +108,15 @@ func TestStreamWatchAppliesInOrder(t *testing.T) {
 	}
 }
 
+// FuzzStreamWatchAppliesInOrder explores TestStreamWatchAppliesInOrder's
+// streams beyond its seeds.
+func FuzzStreamWatchAppliesInOrder(f *testing.F) {
+	for _, seed := range []uint64{0, 1, 7, 42, 1 << 40} {
+		f.Add(seed)
+	}
+	f.Fuzz(directRandomized)
+}
+
 func directRandomized(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	d := &directRun{t: t, rng: rand.New(rand.NewPCG(seed, 2))}
