@@ -101,6 +101,11 @@ func TestRunAppliesOnTheProducerWhenIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { _, rv := c.state(); return rv == 2 })
+	waitFor(t, func() bool { // Run is done applying it
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return !f.applying
+	})
 	if d := c.direct.Load(); d != 0 {
 		t.Fatalf("the Replace was applied by the producer (%d direct applies)", d)
 	}

@@ -62,8 +62,10 @@ type Options struct {
 	Clock clock.PassiveClock
 }
 
-// Indexer is the cache of one resource. Apply is called by one goroutine
-// (the pipeline's consumer); every other method may be called concurrently.
+// Indexer is the cache of one resource. Apply is called by one goroutine at
+// a time, in the order of the changes (the pipeline's queue, FIFO.Run, sees
+// to it: its consumer, or the producer applying its own change); every
+// other method may be called concurrently.
 // Listeners are told of each change after the write lock is released, so
 // that dispatching to many watchers never holds up a Get, a List or a join.
 type Indexer struct {

@@ -29,7 +29,7 @@ type directRun struct {
 	mu     sync.Mutex
 	log    []string // every event stored, by apply or by the Reflector, in order
 	busy   atomic.Bool
-	listed chan struct{}
+	listed *listSignal
 	// caughtUp holds the bookmarks the watch made; the Reflector does not
 	// store them, only takes their resourceVersion.
 	caughtUp sync.Map
@@ -40,10 +40,10 @@ type directRun struct {
 
 func (d *directRun) pause() {
 	d.rngMu.Lock()
-	n := d.rng.IntN(4)
+	n, us := d.rng.IntN(4), 20+d.rng.IntN(100)
 	d.rngMu.Unlock()
 	if n == 0 {
-		time.Sleep(time.Duration(20+d.rng.IntN(100)) * time.Microsecond)
+		time.Sleep(time.Duration(us) * time.Microsecond)
 	}
 }
 
@@ -61,7 +61,7 @@ func (d *directRun) apply(ev watch.Event) {
 	}
 	if d.listed != nil {
 		select {
-		case <-d.listed:
+		case <-d.listed.done:
 		default:
 			d.t.Errorf("%s applied before the streaming list was stored", ev.Type)
 		}
@@ -88,7 +88,7 @@ func (d *directRun) reflect(w *streamWatch) {
 		d.lastRV = o.ResourceVersion
 		d.busy.Store(false)
 		if ev.Type == watch.Bookmark && o.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" && d.listed != nil {
-			close(d.listed) // the end of its Replace
+			d.listed.tell(true) // the end of its Replace
 		}
 	}
 }
@@ -122,7 +122,7 @@ func directRandomized(t *testing.T, seed uint64) {
 	d := &directRun{t: t, rng: rand.New(rand.NewPCG(seed, 2))}
 	streaming := rng.IntN(2) == 0
 	if streaming {
-		d.listed = make(chan struct{})
+		d.listed = newListSignal()
 	}
 	var lines, want []string
 	rv := 100
@@ -142,8 +142,10 @@ func directRandomized(t *testing.T, seed uint64) {
 	}
 	ending := rng.IntN(3) // 0 EOF, 1 ERROR, 2 undecodable
 	switch ending {
-	case 1:
-		lines = append(lines, `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","code":500,"reason":"InternalError"}}`)
+	case 1: // and what follows it, never to be stored
+		lines = append(lines, `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","code":500,"reason":"InternalError"}}`,
+			fmt.Sprintf(`{"type":"MODIFIED","object":{"kind":"Pod","metadata":{"name":"p0","resourceVersion":"%d"}}}`, rv+1),
+			fmt.Sprintf(`{"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"%d"}}}`, rv+2))
 	case 2:
 		lines = append(lines, `{"type":"ADDED","object":{"kind":"Pod","metadata":{"name":7}}}`)
 	}
@@ -179,12 +181,14 @@ func directRandomized(t *testing.T, seed uint64) {
 	if got := strings.Join(d.log, " "); got != strings.Join(want, " ") {
 		t.Fatalf("streaming=%v ending=%d: stored\n  %s\nwant\n  %s", streaming, ending, got, strings.Join(want, " "))
 	}
+	// After an EOF or an ERROR client-go watches again from its
+	// resourceVersion; after a 410 it lists, not older than it.
+	if len(want) > 0 && d.lastRV != strconv.Itoa(rv) {
+		t.Errorf("the Reflector would go on from %q, want %d, the last event's", d.lastRV, rv)
+	}
 	switch ending {
-	case 0, 1:
-		if len(want) > 0 && d.lastRV != strconv.Itoa(rv) {
-			t.Errorf("the Reflector would watch again from %q, want %d, the last event's", d.lastRV, rv)
-		}
-		if ending == 1 && (len(d.errors) != 1 || d.errors[0] != "500") {
+	case 1:
+		if len(d.errors) != 1 || d.errors[0] != "500" {
 			t.Errorf("errors %v, want the 500", d.errors)
 		}
 	case 2:
@@ -206,7 +210,7 @@ func TestStreamWatchEndsWhenTheListFails(t *testing.T) {
 	w.start(&wg, streamHooks{
 		end:      g.watchEnd(true),
 		apply:    func(watch.Event) { applied++ },
-		listed:   make(chan struct{}),
+		listed:   newListSignal(),
 		caughtUp: func(rv string) watch.Event { return watch.Event{Type: watch.Bookmark, Object: bookmarkAt(rv)} },
 	})
 	go func() {
@@ -229,5 +233,44 @@ func TestStreamWatchEndsWhenTheListFails(t *testing.T) {
 	}
 	if applied != 0 {
 		t.Errorf("%d events applied after a list that was not stored", applied)
+	}
+}
+
+// TestReplaceTellsTheWatchLast: the watch whose streaming list a Replace
+// stores is told only once the Replace is done (the gap it fills closed,
+// its resourceVersion recorded), so the changes it then applies are
+// neither dropped as behind a gap nor followed by the list's bookkeeping;
+// a Replace that fails tells it so.
+func TestReplaceTellsTheWatchLast(t *testing.T) {
+	for _, refuse := range []string{"", "replace"} {
+		enc, err := object.NewEncoder(nil, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := New(nil, enc, &recordingQueue{refuse: refuse}, Options{Name: "configmaps"})
+		r.gap.record() // a change was missed: this list fills the gap
+		l := newListSignal()
+		r.listed.Store(l)
+		type seen struct {
+			gapOpen bool
+			rv      any
+		}
+		told := make(chan seen)
+		go func() {
+			<-l.done
+			told <- seen{r.gap.open(), r.signals.LastResourceVersion.Load()}
+		}()
+		err = (*store)(r).Replace([]any{raw(t, "a", "2", "")}, "2")
+		got := <-told
+		if refuse == "" {
+			if err != nil || !l.stored {
+				t.Fatalf("Replace: %v, told stored=%v", err, l.stored)
+			}
+			if got.gapOpen || got.rv != "2" {
+				t.Errorf("told while the gap was open (%v) or before the list's resourceVersion was recorded (%v)", got.gapOpen, got.rv)
+			}
+		} else if err == nil || l.stored {
+			t.Errorf("a refused Replace: %v, told stored=%v", err, l.stored)
+		}
 	}
 }

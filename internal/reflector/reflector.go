@@ -70,9 +70,9 @@ type Reflector struct {
 	// indexFailures logs objects an index fails on.
 	indexFailures indexFailures
 	resume        resumeState
-	// listed is closed by the next Replace stored: the streaming list of
-	// the watch that made it has been stored (see streamHooks.listed).
-	listed atomic.Pointer[chan struct{}]
+	// listed is told by the next Replace: the streaming list of the watch
+	// that made it has been stored, or not (see streamHooks.listed).
+	listed atomic.Pointer[listSignal]
 	// caughtUp is the resourceVersion of the last bookmark a streamWatch
 	// made to tell client-go's Reflector how far it applied; the store
 	// skips it (see caughtUpTo).
@@ -151,9 +151,8 @@ func (r *Reflector) Run(ctx context.Context) {
 				caughtUp:      r.caughtUpTo,
 			}
 			if streamingList {
-				listed := make(chan struct{})
-				r.listed.Store(&listed)
-				hooks.listed = listed
+				hooks.listed = newListSignal()
+				r.listed.Store(hooks.listed)
 			}
 			sw.start(&r.watches, hooks)
 			return sw, nil

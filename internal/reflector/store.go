@@ -118,9 +118,16 @@ func (s *store) Delete(obj any) error {
 }
 
 // Replace implements cache.ReflectorStore: a full list at rv. Queued, it
-// fills the gap a missed change left.
-func (s *store) Replace(list []any, rv string) error {
+// fills the gap a missed change left. Once it returns, the watch whose
+// streaming list it was is told (streamHooks.listed): stored, it applies
+// the changes after the list from then on; not, it ends.
+func (s *store) Replace(list []any, rv string) (err error) {
 	r := (*Reflector)(s)
+	defer func() {
+		if listed := r.listed.Swap(nil); listed != nil {
+			listed.tell(err == nil)
+		}
+	}()
 	if r.resume.skipReplace(list, rv) {
 		// The answer to a resumed first list: the cache holds the objects.
 		return nil
@@ -150,9 +157,6 @@ func (s *store) Replace(list []any, rv string) error {
 		err = fmt.Errorf("list at resourceVersion %s: %w", rv, err)
 		r.missed(ReasonQueue, err, "resourceVersion", rv)
 		return err
-	}
-	if listed := r.listed.Swap(nil); listed != nil {
-		close(*listed) // its watch applies the changes after it
 	}
 	r.gap.fill()
 	r.indexFailures.relisted(failures)

@@ -83,14 +83,30 @@ type streamHooks struct {
 	// Reflector would (the store's Add, Update, Delete or Bookmark); nil:
 	// every event goes to the Reflector.
 	apply func(watch.Event)
-	// listed, for a watch that starts with a streaming list, is closed
-	// once the Reflector has stored the list: after the bookmark that ends
-	// the initial events has been sent, events are applied only then. Nil:
-	// the watch applies from its first event.
-	listed <-chan struct{}
+	// listed, for a watch that starts with a streaming list, is told
+	// once the Reflector has stored the list or failed to: after the
+	// bookmark that ends the initial events has been sent, events are
+	// applied only once it is stored, and the watch ends if it is not.
+	// Nil: the watch applies from its first event.
+	listed *listSignal
 	// caughtUp returns the bookmark at rv sent to the Reflector after
 	// events were applied, before the watch ends or sends anything else.
 	caughtUp func(rv string) watch.Event
+}
+
+// listSignal tells a streamWatch what became of its streaming list: done
+// is closed when the store's Replace of it returns, stored set before.
+type listSignal struct {
+	done   chan struct{}
+	stored bool
+}
+
+func newListSignal() *listSignal { return &listSignal{done: make(chan struct{})} }
+
+// tell sets stored and closes done.
+func (l *listSignal) tell(stored bool) {
+	l.stored = stored
+	close(l.done)
 }
 
 func newStreamWatch(ctx context.Context, body io.ReadCloser, prepare func(*object.Raw)) *streamWatch {
@@ -158,7 +174,7 @@ func (w *streamWatch) loop() {
 	for {
 		line, err := w.lines.nextLine()
 		if w.ended() {
-			w.sendMissed()
+			w.endMissed(applied)
 			return
 		}
 		if err != nil {
@@ -185,11 +201,12 @@ func (w *streamWatch) loop() {
 		ev, err := decodeEvent(line, w.prepare)
 		if err != nil {
 			if w.onUndecodable == nil {
-				w.catchUp(applied)
-				w.send(watch.Event{Type: watch.Error, Object: &metav1.Status{
-					Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Reason: metav1.StatusReasonInternalError,
-					Message: err.Error(),
-				}})
+				if w.catchUp(applied) {
+					w.send(watch.Event{Type: watch.Error, Object: &metav1.Status{
+						Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Reason: metav1.StatusReasonInternalError,
+						Message: err.Error(),
+					}}, "")
+				}
 				return
 			}
 			w.onUndecodable(err)
@@ -200,16 +217,24 @@ func (w *streamWatch) loop() {
 			w.observe(ev)
 		}
 		if direct && ev.Type != watch.Error {
+			if w.stopped() {
+				return // client-go is done with this watch
+			}
 			w.apply(ev)
 			if rv := ev.Object.(*object.Raw).ResourceVersion; rv != "" {
 				applied = rv
 			}
 			continue
 		}
-		if !w.catchUp(applied) || !w.send(ev) {
+		if !w.catchUp(applied) {
 			return
 		}
 		applied = ""
+		if !w.send(ev, "") || ev.Type == watch.Error {
+			// client-go ends a watch that sent an ERROR, and goes on
+			// without it: nothing after it may be applied.
+			return
+		}
 		if w.apply != nil && !direct && ev.Type == watch.Bookmark && ev.Object.(*object.Raw).GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
 			// The Reflector stores the streaming list now; what follows
 			// is applied here once it has.
@@ -227,17 +252,32 @@ func (w *streamWatch) catchUp(applied string) bool {
 	if applied == "" {
 		return true
 	}
-	return w.send(w.caughtUp(applied))
+	return w.send(w.caughtUp(applied), applied)
+}
+
+// endMissed ends the watch after a missed change: the bookmark at applied
+// first, if any, so that the Reflector's next list is not older than what
+// the watch applied, then the 410 that makes it list.
+func (w *streamWatch) endMissed(applied string) {
+	if applied != "" {
+		select {
+		case w.out <- w.caughtUp(applied):
+		case <-w.stop:
+			return
+		case <-w.done:
+			return
+		}
+	}
+	w.sendMissed()
 }
 
 // waitListed waits until the Reflector has stored the streaming list;
-// false when the watch is over first. A change missed meanwhile is the
-// list's: its Replace failed, and client-go, which then lists again
-// without reading this watch, is sent nothing.
+// false when it failed to or the watch is over first. client-go, which
+// then lists again without reading this watch, is sent nothing.
 func (w *streamWatch) waitListed() bool {
 	select {
-	case <-w.listed:
-		return true
+	case <-w.listed.done:
+		return w.listed.stored
 	case <-w.stop:
 	case <-w.done:
 	case <-w.end:
@@ -245,15 +285,16 @@ func (w *streamWatch) waitListed() bool {
 	return false
 }
 
-// send passes ev on; false when the watch is over.
-func (w *streamWatch) send(ev watch.Event) bool {
+// send passes ev on; false when the watch is over. After a missed change
+// it ends the watch instead (endMissed, with applied).
+func (w *streamWatch) send(ev watch.Event, applied string) bool {
 	select {
 	case w.out <- ev:
 		return true
 	case <-w.stop:
 	case <-w.done:
 	case <-w.end:
-		w.sendMissed()
+		w.endMissed(applied)
 	}
 	return false
 }
