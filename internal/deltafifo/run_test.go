@@ -92,10 +92,7 @@ func (c *cacheModel) state() (map[string]string, uint64) {
 func TestRunAppliesOnTheProducerWhenIdle(t *testing.T) {
 	c := newCacheModel(t)
 	f := New(c, 10)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- f.Run(ctx, c.apply) }()
-	defer func() { cancel(); <-done }()
+	defer runInBackground(f, c.apply)()
 
 	if err := f.Replace([]*object.Object{obj("a", "ua", "1")}, "2"); err != nil {
 		t.Fatal(err)
@@ -139,10 +136,7 @@ func TestRunQueuesBehindAReplace(t *testing.T) {
 		}
 	}
 	f := New(c, 5)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- f.Run(ctx, c.apply) }()
-	defer func() { cancel(); <-done }()
+	defer runInBackground(f, c.apply)()
 
 	if err := f.Replace([]*object.Object{obj("a", "ua", "1")}, "1"); err != nil {
 		t.Fatal(err)
@@ -198,9 +192,7 @@ func runRandomized(t *testing.T, seed uint64) {
 		}
 	}
 	f := New(c, 1+rng.IntN(8))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- f.Run(ctx, c.apply) }()
+	stop := runInBackground(f, c.apply)
 
 	model := map[string]string{} // key → resourceVersion, applied in push order
 	rv := 0
@@ -247,8 +239,7 @@ func runRandomized(t *testing.T, seed uint64) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { _, at := c.state(); return at == uint64(rv) })
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
+	if err := stop(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run returned %v, want context.Canceled", err)
 	}
 	got, _ := c.state()
@@ -276,6 +267,18 @@ func TestRunReturnsWhenClosed(t *testing.T) {
 	}
 }
 
+// runInBackground runs f.Run with apply on a goroutine of its own; the
+// func returned stops it and returns what Run returned.
+func runInBackground(f *FIFO, apply func([]Delta)) func() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx, apply) }()
+	return func() error {
+		cancel()
+		return <-done
+	}
+}
+
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -300,10 +303,7 @@ func TestRunTwoProducers(t *testing.T) {
 		}
 	}
 	f := New(c, 4)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- f.Run(ctx, c.apply) }()
-	defer func() { cancel(); <-done }()
+	defer runInBackground(f, c.apply)()
 	waitFor(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.apply != nil })
 
 	added := make(chan error)

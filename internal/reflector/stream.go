@@ -259,14 +259,8 @@ func (w *streamWatch) catchUp(applied string) bool {
 // first, if any, so that the Reflector's next list is not older than what
 // the watch applied, then the 410 that makes it list.
 func (w *streamWatch) endMissed(applied string) {
-	if applied != "" {
-		select {
-		case w.out <- w.caughtUp(applied):
-		case <-w.stop:
-			return
-		case <-w.done:
-			return
-		}
+	if applied != "" && !w.deliver(w.caughtUp(applied)) {
+		return
 	}
 	w.sendMissed()
 }

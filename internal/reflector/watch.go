@@ -100,11 +100,18 @@ func newOutlet(ctx context.Context) outlet {
 // sendMissed sends the 410 that makes the Reflector list again
 // (missedStatus), unless the watch is stopped first.
 func (o *outlet) sendMissed() {
+	o.deliver(watch.Event{Type: watch.Error, Object: missedStatus()})
+}
+
+// deliver sends ev unless the watch is stopped first; false if it is.
+func (o *outlet) deliver(ev watch.Event) bool {
 	select {
-	case o.out <- watch.Event{Type: watch.Error, Object: missedStatus()}:
+	case o.out <- ev:
+		return true
 	case <-o.stop:
 	case <-o.done:
 	}
+	return false
 }
 
 // stopped reports whether Stop was called or the request's context ended.
