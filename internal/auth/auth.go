@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/authentication/user"
 )
 
@@ -26,8 +28,9 @@ const (
 type Attributes struct {
 	// Verb is get, list or watch.
 	Verb string
-	// Group and Resource name the API resource ("", "configmaps").
-	Group, Resource string
+	// Group, Version and Resource name the API resource ("", "v1",
+	// "configmaps"); Version may be empty (gRPC calls name no version).
+	Group, Version, Resource string
 	// Configured is the resource's name in informerd's config, which mtls
 	// rules use.
 	Configured string
@@ -36,6 +39,12 @@ type Attributes struct {
 	Namespace string
 	// Name is the object's name, for get.
 	Name string
+	// FieldSelector and LabelSelector are the request's selectors, passed
+	// to the authorizer as the API server passes them (KEP-4601), so that
+	// an authorizer that reads them (the Node authorizer) decides as it
+	// would there. Nil when the request has none.
+	FieldSelector fields.Requirements
+	LabelSelector labels.Requirements
 }
 
 // String says what was asked in the API server's words.
@@ -81,6 +90,10 @@ const (
 type Error struct {
 	Kind Kind
 	Msg  string
+	// Reason is, for Forbidden, the authorizer's own reason alone (Msg
+	// says who was refused what, then this), which the Kubernetes API
+	// layer words as the API server does.
+	Reason string
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -94,7 +107,7 @@ func forbidden(u user.Info, a Attributes, why string) error {
 	if why != "" {
 		msg += ": " + why
 	}
-	return &Error{Kind: Forbidden, Msg: msg}
+	return &Error{Kind: Forbidden, Msg: msg, Reason: why}
 }
 
 // Anonymous is the caller in mode none.

@@ -126,13 +126,16 @@ func (k *Kubernetes) Authenticate(ctx context.Context) (user.Info, error) {
 // Authorize implements Authorizer with a SubjectAccessReview as u.
 func (k *Kubernetes) Authorize(ctx context.Context, u user.Info, a Attributes) error {
 	decision, reason, err := k.access.Authorize(ctx, authorizer.AttributesRecord{
-		User:            u,
-		Verb:            a.Verb,
-		APIGroup:        a.Group,
-		Resource:        a.Resource,
-		Namespace:       a.Namespace,
-		Name:            a.Name,
-		ResourceRequest: true,
+		User:                      u,
+		Verb:                      a.Verb,
+		APIGroup:                  a.Group,
+		APIVersion:                a.Version,
+		Resource:                  a.Resource,
+		Namespace:                 a.Namespace,
+		Name:                      a.Name,
+		ResourceRequest:           true,
+		FieldSelectorRequirements: a.FieldSelector,
+		LabelSelectorRequirements: a.LabelSelector,
 	})
 	if decision == authorizer.DecisionAllow {
 		return nil
@@ -142,6 +145,13 @@ func (k *Kubernetes) Authorize(ctx context.Context, u user.Info, a Attributes) e
 	}
 	return forbidden(u, a, reason)
 }
+
+// Reviewer returns the SubjectAccessReview authorizer Authorize uses,
+// with its decision cache (keyed by the whole review: user, groups, uid,
+// extra and every request attribute, selectors included; at most 8,192
+// decisions), for the checks that need k8s.io/apiserver's own interface:
+// impersonation on the Kubernetes API.
+func (k *Kubernetes) Reviewer() authorizer.Authorizer { return k.access }
 
 // rejections tells a token the API server rejected (answered, with a
 // reason or none) from a review that could not be made: the first becomes

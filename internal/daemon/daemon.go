@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/informerd/informerd/internal/audit"
 	"github.com/informerd/informerd/internal/auth"
 	"github.com/informerd/informerd/internal/config"
 	"github.com/informerd/informerd/internal/kubeapi"
@@ -70,6 +71,9 @@ type Daemon struct {
 	// --kube-api-address is not set.
 	kubeAPI *kubeapi.Handler
 	kubeSrv *http.Server
+	// auditor writes the Kubernetes API's audit events (--audit-log-path);
+	// nil when off.
+	auditor *audit.Auditor
 	// certs are the reloading TLS files of the listeners; Run watches them.
 	// grpcCert is the gRPC listener's, which the Kubernetes API shares.
 	certs    []*transport.TLS

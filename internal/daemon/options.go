@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"k8s.io/client-go/rest"
 
+	"github.com/informerd/informerd/internal/audit"
 	"github.com/informerd/informerd/internal/auth"
 	"github.com/informerd/informerd/internal/config"
 	"github.com/informerd/informerd/internal/fanout"
@@ -74,6 +75,9 @@ type Options struct {
 	// written at most StateFlushInterval or StateFlushEvents changes behind
 	// the cache (--state-flush-interval, --state-flush-events).
 	StateDir           string
+	// Audit are the --audit-* flags: audit events for the Kubernetes API
+	// reads informerd answers itself.
+	Audit audit.Options
 	StateFlushInterval time.Duration
 	StateFlushEvents   int
 	// MemoryLimitRatio is the share of the cgroup's memory limit set as
@@ -144,6 +148,7 @@ func NewOptions() Options {
 		LogFormat:                   DefaultLogFormat,
 		LogLevel:                    DefaultLogLevel,
 		ShutdownTimeout:             DefaultShutdownTimeout,
+		Audit:                       audit.NewOptions(),
 		StateFlushInterval:          state.DefaultFlushInterval,
 		StateFlushEvents:            state.DefaultFlushEvents,
 		MemoryLimitRatio:            DefaultMemoryLimitRatio,
@@ -201,6 +206,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.ReturnMemory, "return-memory", o.ReturnMemory, "after every resource's first sync and after each relist, collect garbage and return the free memory to the OS once (debug.FreeOSMemory), so RSS drops from the list's peak to the cache's size")
 	o.addTransportFlags(fs)
 	o.addAuthFlags(fs)
+	o.Audit.AddFlags(fs)
 	o.addLimitFlags(fs)
 }
 
@@ -301,6 +307,12 @@ func (o Options) validate(cfg *config.Config) (warning string, err error) {
 		if warning == "" {
 			warning = kwarn
 		}
+	}
+	if err := o.Audit.Validate(); err != nil {
+		return "", err
+	}
+	if o.Audit.Enabled() && o.KubeAPIAddress == "" {
+		return "", errors.New("--audit-log-path and --audit-policy-file audit the Kubernetes API reads informerd answers from its cache; set --kube-api-address too (gRPC calls are not audited)")
 	}
 	if o.StateDir != "" && o.StateFlushInterval <= 0 {
 		return "", fmt.Errorf("--state-flush-interval must be positive, got %s", o.StateFlushInterval)

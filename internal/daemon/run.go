@@ -65,6 +65,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 		m := newMemoryReturner(d.caches, memoryPollInterval, d.log.With("component", "memory"))
 		g.Add(func() error { return m.Run(ctx) }, func(error) { cancel() })
 	}
+	if d.auditor != nil {
+		// Stopped after the Kubernetes API's server, so the last
+		// requests' events are written before the log closes.
+		auditCtx, stopAudit := context.WithCancel(context.Background())
+		defer stopAudit()
+		g.Add(func() error { return d.auditor.Run(auditCtx) }, func(error) { stopAudit() })
+	}
 	cacheCtx, stopCaches := context.WithCancel(context.Background())
 	defer stopCaches()
 	g.Add(func() error { return d.caches.Run(cacheCtx) }, func(error) { stopCaches() })

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/reflection"
 	"k8s.io/client-go/rest"
 
+	"github.com/informerd/informerd/internal/audit"
 	"github.com/informerd/informerd/internal/auth"
 	"github.com/informerd/informerd/internal/config"
 	"github.com/informerd/informerd/internal/health"
@@ -77,7 +78,7 @@ func (d *Daemon) wire(o Options, cfg *config.Config, restConfig *rest.Config, cr
 	if o.KubeAPIAddress == "" {
 		return nil
 	}
-	d.kubeAPI, err = kubeapi.New(kubeapi.Options{
+	kopts := kubeapi.Options{
 		Caches:        d.caches,
 		Upstream:      restConfig,
 		Authenticator: sopts.Authenticator,
@@ -87,7 +88,17 @@ func (d *Daemon) wire(o Options, cfg *config.Config, restConfig *rest.Config, cr
 		MaxPageSize:   sopts.MaxPageSize,
 		Observer:      metrics.NewKubeAPI(d.reg),
 		Log:           d.log.With("listener", "kube-api"),
-	})
+	}
+	if k, ok := sopts.Authorizer.(*auth.Kubernetes); ok {
+		kopts.Impersonation = k.Reviewer()
+	}
+	if d.auditor, err = audit.New(o.Audit); err != nil {
+		return err
+	}
+	if d.auditor != nil {
+		kopts.AuditSink, kopts.AuditPolicy = d.auditor.Sink(), d.auditor.Policy()
+	}
+	d.kubeAPI, err = kubeapi.New(kopts)
 	return err
 }
 

@@ -10,11 +10,13 @@ import (
 	"time"
 )
 
-// discovery answers /version and API discovery (/api, /apis, a group, a
-// group-version, and the aggregated form kubectl asks for) with the API
-// server's own answers, fetched with informerd's credentials and reused for
-// a TTL. So a client without credentials for the API server still finds
-// every resource, the cached ones and the forwarded ones alike.
+// discovery answers API discovery (/api, /apis, a group, a group-version,
+// and the aggregated form kubectl asks for) to authenticated callers with
+// the API server's own answers, fetched with informerd's credentials and
+// reused for a TTL. So a client without credentials for the API server
+// still finds every resource, the cached ones and the forwarded ones alike.
+// It fetches nothing else: /version, which depends on the caller
+// (impersonation, API Priority and Fairness headers), is forwarded.
 type discovery struct {
 	api *apiServer
 	ttl time.Duration
@@ -43,14 +45,15 @@ func newDiscovery(api *apiServer, ttl time.Duration) *discovery {
 	return &discovery{api: api, ttl: ttl, answers: map[discoveryKey]*discoveryAnswer{}}
 }
 
-// serves reports whether r is a discovery or /version request.
+// serves reports whether r is a discovery request. Its path is canonical
+// (withCanonicalPath), so the path fetched is the path asked for.
 func (d *discovery) serves(r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
 	}
 	p := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
-	case p == "/version", p == "/api", p == "/apis":
+	case p == "/api", p == "/apis":
 		return true
 	case strings.HasPrefix(p, "/api/"):
 		return strings.Count(p, "/") == 2 // /api/v1

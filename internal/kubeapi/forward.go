@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -35,6 +37,7 @@ func newForwarder(cfg *rest.Config, maxBody int64, obs Observer, log *slog.Logge
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = target.Host
+			forwardedFor(pr)
 		},
 		Transport: endWithAnswer{rt},
 		// Watches, logs and exec stream: send each write at once.
@@ -56,7 +59,7 @@ func newForwarder(cfg *rest.Config, maxBody int64, obs Observer, log *slog.Logge
 		},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") == "" {
+		if r.Header.Get("Authorization") == "" && factsOf(r).kind != kindPublic {
 			writeStatus(w, cannotForward(r))
 			return
 		}
@@ -65,6 +68,22 @@ func newForwarder(cfg *rest.Config, maxBody int64, obs Observer, log *slog.Logge
 		}
 		proxy.ServeHTTP(w, r)
 	}), nil
+}
+
+// forwardedFor appends the caller's address to the X-Forwarded-For the
+// caller sent, so that the API server's audit log (sourceIPs) shows the
+// caller and not only informerd. A caller on a Unix socket has no address;
+// its header is passed on as it is.
+func forwardedFor(pr *httputil.ProxyRequest) {
+	prior := pr.In.Header.Values("X-Forwarded-For")
+	pr.Out.Header.Del("X-Forwarded-For")
+	host, _, err := net.SplitHostPort(pr.In.RemoteAddr)
+	if err == nil && host != "" {
+		prior = append(prior, host)
+	}
+	if len(prior) > 0 {
+		pr.Out.Header.Set("X-Forwarded-For", strings.Join(prior, ", "))
+	}
 }
 
 // endWithAnswer ends a forwarded request once its answer has been relayed,

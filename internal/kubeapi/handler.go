@@ -14,7 +14,6 @@
 package kubeapi
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,12 +23,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/peer"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
 
@@ -85,6 +83,16 @@ type Options struct {
 	// cache, as for gRPC; nil means everyone may read everything.
 	Authenticator auth.Authenticator
 	Authorizer    auth.Authorizer
+	// Impersonation checks Impersonate-* headers on the requests informerd
+	// answers itself (SubjectAccessReviews as the caller, in
+	// --auth-mode kubernetes). Nil: a request that impersonates is
+	// forwarded, and the API server decides.
+	Impersonation authorizer.Authorizer
+	// AuditSink and AuditPolicy write audit events for the requests
+	// informerd answers itself (--audit-policy-file, --audit-log-path);
+	// nil: none.
+	AuditSink   audit.Sink
+	AuditPolicy audit.PolicyRuleEvaluator
 	// Limits bound each identity's watches and list rate, shared with the
 	// gRPC listener; nil means only MaxWatches applies.
 	Limits *limits.Limiter
@@ -109,6 +117,7 @@ type Handler struct {
 	opts      Options
 	infos     *request.RequestInfoFactory
 	forward   http.Handler
+	chain     http.Handler
 	discovery *discovery
 	columns   *printerColumns
 	upstream  *upstreamRV
@@ -160,7 +169,7 @@ func New(o Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{
+	h := &Handler{
 		opts: o,
 		infos: &request.RequestInfoFactory{
 			APIPrefixes:          sets.NewString("api", "apis"),
@@ -171,7 +180,9 @@ func New(o Options) (*Handler, error) {
 		columns:   newPrinterColumns(api, o.DiscoveryTTL),
 		upstream:  newUpstreamRV(api),
 		stopping:  make(chan struct{}),
-	}, nil
+	}
+	h.chain = h.buildChain()
+	return h, nil
 }
 
 // Stop ends every open watch (its client watches again, elsewhere or once
@@ -179,34 +190,42 @@ func New(o Options) (*Handler, error) {
 func (h *Handler) Stop() { h.stopOnce.Do(func() { close(h.stopping) }) }
 
 // ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	info, err := h.infos.NewRequestInfo(r)
-	if err != nil {
-		writeStatus(w, badRequest(fmt.Sprintf("cannot parse the request path %q: %v", r.URL.Path, err)))
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.chain.ServeHTTP(w, r) }
+
+// buildChain puts the filters in kube-apiserver's order (its
+// DefaultBuildHandlerChain), one concern each: the canonical path, the
+// request's facts, then, for the requests informerd answers itself, audit
+// ID, authentication, audit, impersonation and authorization before the
+// handler. Forwarded requests pass none of the auth filters: the API
+// server applies its own to the caller's credentials.
+func (h *Handler) buildChain() http.Handler {
+	var self http.Handler = http.HandlerFunc(h.serve)
+	self = h.withAuthorization(self)
+	self = h.withImpersonation(self)
+	self = h.withAudit(self)
+	self = h.withAuthentication(self, h.withFailedAuthenticationAudit(http.HandlerFunc(unauthorized)))
+	self = withAuditInit(self)
+	return withCanonicalPath(h.withRoute(self, h.forward))
+}
+
+// serve answers a request the chain has authenticated and authorized:
+// discovery, or a get, list or watch of a cache.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
+	f := factsOf(r)
+	if f.kind == kindDiscovery {
+		h.serveDiscovery(w, r)
 		return
 	}
-	if !info.IsResourceRequest {
-		if h.discovery.serves(r) {
-			h.serveDiscovery(w, r)
-			return
-		}
-		h.forward.ServeHTTP(w, r)
-		return
-	}
-	res := h.lookup(info)
-	if res == nil {
-		h.forward.ServeHTTP(w, r)
-		return
-	}
+	res, info := f.res, f.info
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w, code: http.StatusOK}
 	defer func() { h.opts.Observer.Request(res.Name(), info.Verb, rec.code, time.Since(start)) }()
-	caller, err := h.authenticate(r)
-	if err != nil {
-		writeStatus(rec, authStatus(err))
+	caller, _ := request.UserFrom(r.Context())
+	if !acceptsJSON(r) {
+		writeStatus(rec, notAcceptable())
 		return
 	}
-	if !h.admit(rec, r, res, info, caller) {
+	if !ready(rec, res) {
 		return
 	}
 	switch info.Verb {
@@ -269,43 +288,6 @@ func limitClient(r *http.Request, u user.Info) string {
 		return "connection " + r.RemoteAddr
 	}
 	return fmt.Sprintf("user %q", u.GetName())
-}
-
-// authenticate finds the caller as the gRPC layer would: the request's
-// bearer token (--auth-mode kubernetes) or its verified client certificate
-// (mtls).
-func (h *Handler) authenticate(r *http.Request) (user.Info, error) {
-	return h.opts.Authenticator.Authenticate(authContext(r))
-}
-
-func (h *Handler) authorize(r *http.Request, caller user.Info, a auth.Attributes) error {
-	return h.opts.Authorizer.Authorize(authContext(r), caller, a)
-}
-
-// authContext carries the request's credentials in the form package auth
-// reads them from a gRPC call: authorization metadata and the peer's TLS
-// state.
-func authContext(r *http.Request) context.Context {
-	ctx := r.Context()
-	if v := r.Header.Values("Authorization"); len(v) > 0 {
-		md := metadata.MD{}
-		for _, s := range v {
-			md.Append("authorization", s)
-		}
-		ctx = metadata.NewIncomingContext(ctx, md)
-	}
-	if r.TLS != nil {
-		ctx = peer.NewContext(ctx, &peer.Peer{AuthInfo: credentials.TLSInfo{State: *r.TLS}})
-	}
-	return ctx
-}
-
-func attributes(verb string, res pipeline.Served, info *request.RequestInfo) auth.Attributes {
-	gvr := res.Resolved().GVR
-	return auth.Attributes{
-		Verb: verb, Group: gvr.Group, Resource: gvr.Resource, Configured: res.Configured(),
-		Namespace: info.Namespace, Name: info.Name,
-	}
 }
 
 // recorder remembers the status code written, for metrics, and lets a

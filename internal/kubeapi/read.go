@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/informerd/informerd/internal/indexer"
@@ -32,20 +31,6 @@ func ready(w http.ResponseWriter, res pipeline.Served) bool {
 	w.Header().Set("Retry-After", "1")
 	writeStatus(w, unavailable(fmt.Sprintf("informerd's cache of %s has not completed its first list from the API server yet; retry shortly", res.Name())))
 	return false
-}
-
-// admit checks what every read of the cache needs: the caller may do it,
-// accepts JSON, and the cache has synced. It answers the request when not.
-func (h *Handler) admit(w http.ResponseWriter, r *http.Request, res pipeline.Served, info *request.RequestInfo, caller user.Info) bool {
-	if err := h.authorize(r, caller, attributes(info.Verb, res, info)); err != nil {
-		writeStatus(w, authStatus(err))
-		return false
-	}
-	if !acceptsJSON(r) {
-		writeStatus(w, notAcceptable())
-		return false
-	}
-	return ready(w, res)
 }
 
 // get answers a get from the cache.

@@ -27,6 +27,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
+// AuditNamespace is the namespace whose requests kube-apiserver writes to
+// AuditLog, at level Metadata. No other request is audited, so the rest of
+// the suite pays nothing.
+const AuditNamespace = "informerd-audit"
+
 // DirEnv names the environment variable that overrides where the control plane
 // binaries are looked up. The default is bin/controlplane/current under the
 // repository root.
@@ -77,8 +82,26 @@ func Start(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testenv: %w", err)
 	}
-	te.ControlPlane.GetAPIServer().CertDir = certDir
-	te.ControlPlane.GetAPIServer().Path = filepath.Join(dir, "kube-apiserver")
+	api := te.ControlPlane.GetAPIServer()
+	api.CertDir = certDir
+	api.Path = filepath.Join(dir, "kube-apiserver")
+	// Configure's values replace envtest's defaults (authorization-mode
+	// is RBAC there) and are kept for RestartAPIServer.
+	args := api.Configure()
+	// The Node authorizer as in a real cluster: a kubelet
+	// (system:node:<name> in system:nodes) may list the pods of its node
+	// (fieldSelector spec.nodeName), not all pods.
+	args.Set("authorization-mode", "Node,RBAC")
+	policy := filepath.Join(certDir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		_ = os.RemoveAll(certDir)
+		return nil, fmt.Errorf("testenv: write audit policy: %w", err)
+	}
+	args.Set("audit-policy-file", policy)
+	args.Set("audit-log-path", filepath.Join(certDir, auditLogName))
+	// Blocking: the event is written before the response ends, so a test
+	// reads it as soon as its request returned.
+	args.Set("audit-log-mode", "blocking")
 	// etcd's data lives in our folder too, so RestartEtcd keeps it.
 	if err := os.MkdirAll(filepath.Join(certDir, "etcd-data"), 0o700); err != nil {
 		return nil, fmt.Errorf("testenv: %w", err)
@@ -111,6 +134,13 @@ func (e *Env) UserConfig(name string, groups []string) (*rest.Config, error) {
 	}
 	return u.Config(), nil
 }
+
+// AuditLog is the path of kube-apiserver's audit log: JSON lines, an
+// audit.k8s.io/v1 Event at level Metadata for each request in
+// AuditNamespace when its response is complete (a watch has one more when
+// it starts), written before the response ends; ReadAuditEvents parses it.
+// The file survives RestartAPIServer; Stop removes it.
+func (e *Env) AuditLog() string { return filepath.Join(e.certDir, auditLogName) }
 
 // CertDir is the API server's certificate folder; its path is on the API
 // server's command line, which tells its process apart.
