@@ -75,11 +75,11 @@ type Options struct {
 	// written at most StateFlushInterval or StateFlushEvents changes behind
 	// the cache (--state-flush-interval, --state-flush-events).
 	StateDir           string
+	StateFlushInterval time.Duration
+	StateFlushEvents   int
 	// Audit are the --audit-* flags: audit events for the Kubernetes API
 	// reads informerd answers itself.
 	Audit audit.Options
-	StateFlushInterval time.Duration
-	StateFlushEvents   int
 	// MemoryLimitRatio is the share of the cgroup's memory limit set as
 	// the Go runtime's soft memory limit (--memory-limit-ratio; 0: off);
 	// GCPercent is the runtime's GOGC (--gc-percent); a GOMEMLIMIT or
