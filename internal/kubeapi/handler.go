@@ -217,9 +217,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, info := f.res, f.info
-	start := time.Now()
-	rec := &recorder{ResponseWriter: w, code: http.StatusOK}
-	defer func() { h.opts.Observer.Request(res.Name(), info.Verb, rec.code, time.Since(start)) }()
+	rec := w // withRoute's recorder, which counts the answer
 	caller, _ := request.UserFrom(r.Context())
 	if !acceptsJSON(r) {
 		writeStatus(rec, notAcceptable())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apiserver/pkg/endpoints/request"
@@ -78,7 +79,15 @@ func (h *Handler) withRoute(self, fwd http.Handler) http.Handler {
 		}
 		ctx := request.WithRequestInfo(withFacts(r.Context(), f), info)
 		r = r.WithContext(ctx)
-		if f.kind == kindCached || f.kind == kindDiscovery {
+		if f.kind == kindCached {
+			// Counted here, so that the auth filters' refusals are too.
+			start := time.Now()
+			rec := &recorder{ResponseWriter: w, code: http.StatusOK}
+			defer func() { h.opts.Observer.Request(f.res.Name(), info.Verb, rec.code, time.Since(start)) }()
+			self.ServeHTTP(rec, r)
+			return
+		}
+		if f.kind == kindDiscovery {
 			self.ServeHTTP(w, r)
 			return
 		}
