@@ -11,7 +11,7 @@ BUF       := $(GO) tool -modfile=$(CURDIR)/tools/buf/go.mod buf
 TEST_FLAGS ?= -race -count=1 -timeout=20m
 export INFORMERD_CONTROLPLANE_DIR ?= $(BIN)/controlplane/current
 
-.PHONY: help build test manifests lint proto verify verify-proto verify-tidy update-monitoring-crds run testenv node-deps python-deps fuzz chaos bench bench-short bench-go clean
+.PHONY: help build test manifests lint proto verify verify-proto verify-tidy update-monitoring-crds run testenv node-deps python-deps fuzz chaos bench bench-short bench-go bench-authz clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -107,6 +107,9 @@ bench-short: testenv ## the benchmark harness at small sizes (about 12 minutes o
 BENCH_COUNT ?= 3
 bench-go: ## the Go microbenchmarks of each package (BENCH_COUNT times each, default 3)
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) ./...
+
+bench-authz: testenv ## what the checks before a cached read cost on the Kubernetes API: reviews warm and cold, impersonation, selectors, audit (BENCH_COUNT times, default 3)
+	$(GO) test -run='^$$' -bench=BenchmarkKubeAPIAuthorization -benchtime=500x -benchmem -count=$(BENCH_COUNT) ./internal/e2e
 
 clean: ## remove built binaries (keeps the control plane build)
 	rm -rf $(BIN)/informerd $(BIN)/informerctl $(TOOLS)

@@ -75,7 +75,12 @@ func NewKubernetes(cfg *rest.Config, o KubernetesOptions) (*Kubernetes, error) {
 			*ttl = DefaultCacheTTL
 		}
 	}
-	client, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	rc := rest.CopyConfig(cfg)
+	// Every cold review holds a caller: k8s.io/apiserver's delegated
+	// authentication and authorization lift client-go's default 5 QPS to
+	// these for the same reason.
+	rc.QPS, rc.Burst = 200, 400
+	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("auth: client for reviews: %w", err)
 	}

@@ -14,10 +14,11 @@ import (
 // auditLogName is the audit log's file in the cert folder.
 const auditLogName = "audit.log"
 
-// auditPolicy audits requests in AuditNamespace at level Metadata, once
+// AuditPolicy (kube-apiserver's, and informerd's in tests that compare
+// the two logs) audits requests in AuditNamespace at level Metadata, once
 // each (ResponseComplete; a watch also at ResponseStarted), and nothing
 // else.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
+const AuditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:

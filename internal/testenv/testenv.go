@@ -93,7 +93,7 @@ func Start(opts Options) (*Env, error) {
 	// (fieldSelector spec.nodeName), not all pods.
 	args.Set("authorization-mode", "Node,RBAC")
 	policy := filepath.Join(certDir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+	if err := os.WriteFile(policy, []byte(AuditPolicy), 0o600); err != nil {
 		_ = os.RemoveAll(certDir)
 		return nil, fmt.Errorf("testenv: write audit policy: %w", err)
 	}
