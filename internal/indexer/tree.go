@@ -81,3 +81,25 @@ func (v View) Page(after, prefix string, limit int, match func(*object.Object) b
 	})
 	return objs, more
 }
+
+// Count returns how many objects have keys after after (all when empty)
+// that start with prefix. It visits each of them: O(count).
+func (v View) Count(after, prefix string) int {
+	if v.t == nil {
+		return 0
+	}
+	if after == "" && prefix == "" {
+		return v.t.Len()
+	}
+	n := 0
+	v.t.AscendGreaterOrEqual(entry{key: max(after, prefix)}, func(e entry) bool {
+		if !strings.HasPrefix(e.key, prefix) {
+			return false
+		}
+		if e.key != after {
+			n++
+		}
+		return true
+	})
+	return n
+}

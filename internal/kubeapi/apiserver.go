@@ -35,14 +35,25 @@ func newAPIServer(cfg *rest.Config) (*apiServer, error) {
 // get sends GET p (an API path such as "/apis/apps/v1") with query and,
 // when set, accept; the caller closes the response's body.
 func (a *apiServer) get(ctx context.Context, p, query, accept string) (*http.Response, error) {
+	var hdr http.Header
+	if accept != "" {
+		hdr = http.Header{"Accept": {accept}}
+	}
+	return a.do(ctx, p, query, hdr)
+}
+
+// do sends GET p with query and the headers in hdr that have values.
+func (a *apiServer) do(ctx context.Context, p, query string, hdr http.Header) (*http.Response, error) {
 	u := *a.base
 	u.Path, u.RawQuery = path.Join("/", a.base.Path, p), query
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, err
 	}
-	if accept != "" {
-		req.Header.Set("Accept", accept)
+	for k, vs := range hdr {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	return a.client.Do(req)
 }

@@ -6,10 +6,12 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/buger/jsonparser"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/informerd/informerd/internal/pipeline"
@@ -19,40 +21,104 @@ import (
 // initial events from ""), as in KEP-2340: informerd asks the API server
 // for its current resourceVersion (a list with limit=1, with informerd's
 // own credentials), then answers from the cache once the cache has reached
-// it.
+// it, or proves that nothing the cache lacks happened in between (see
+// prober). A cache restored from --state-dir answers none until the API
+// server has confirmed it.
 //
-// A quiet resource's cache may stay behind the API server's
-// resourceVersion, which moves with every write to any resource, until the
-// next bookmark (about a minute). But the API server answers a consistent
-// list only once its own watch cache has caught up, so every change to the
-// resource it committed before answering is already on its way to
-// informerd's watch. informerd therefore waits until its cache reaches the
-// resourceVersion, or for a grace period of twice the list's round trip
-// (at least 50ms, at most ConsistentWait), whichever comes first: what the
-// API server had sent by then is in the cache.
-const minGrace = 50 * time.Millisecond
+// A read the cache cannot serve so within ConsistentWait gets the API
+// server's own answer when its watch cache is not fresh in time: 429
+// TooManyRequests with Retry-After: 1 (since 1.37 it no longer falls back
+// to etcd), which clients retry. So does a read when the API server cannot
+// be asked: a consistent read is fresh or an error, never stale.
+
+// Outcomes of a consistent read, the outcome label of
+// informerd_kube_api_consistent_reads_total.
+const (
+	// OutcomeCurrent: the cache had reached the API server's
+	// resourceVersion, at once or after waiting for its watch.
+	OutcomeCurrent = "current"
+	// OutcomeProven: a probe (see prober) showed the cache current.
+	OutcomeProven = "proven"
+	// OutcomeBehind: 429, the cache did not reach it in time (or was a
+	// restored one the API server had not confirmed).
+	OutcomeBehind = "behind"
+	// OutcomeUnavailable: 429, the API server's resourceVersion could not
+	// be read.
+	OutcomeUnavailable = "unavailable"
+)
 
 // consistent waits until res's cache is consistent with the API server, as
-// above. When the API server cannot be asked, the cache is served as it is:
-// informerd keeps serving through an outage.
+// above, for a read in namespace ("" for all).
 func (h *Handler) consistent(ctx context.Context, res pipeline.Served, namespace string) error {
-	started := time.Now()
-	rv, err := h.upstream.current(ctx, res.Resolved().GVR, namespace)
+	wctx, cancel := context.WithTimeout(ctx, h.opts.ConsistentWait)
+	defer cancel()
+	target, err := h.upstream.current(wctx, res.Resolved().GVR, namespace)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		h.opts.Log.Debug("consistent read served from the cache as it is: cannot ask the API server for its resourceVersion", "resource", res.Name(), "err", err)
-		return nil
+		h.opts.Observer.ConsistentRead(res.Name(), OutcomeUnavailable)
+		return tooManyRequests(fmt.Sprintf("informerd cannot read the API server's current resourceVersion for a consistent read of %s: %v", res.Name(), err))
 	}
-	grace := min(max(2*time.Since(started), minGrace), h.opts.ConsistentWait)
-	wctx, cancel := context.WithTimeout(ctx, grace)
-	defer cancel()
-	if err := res.Cache().WaitFor(wctx, rv); err != nil && ctx.Err() != nil {
-		return ctx.Err()
+	outcome, err := h.await(ctx, wctx, res, namespace, target)
+	if err != nil {
+		return err
+	}
+	h.opts.Observer.ConsistentRead(res.Name(), outcome)
+	if outcome == OutcomeBehind {
+		return tooManyRequests(fmt.Sprintf("Too large resource version: %s, current: %s", target, res.Cache().Stats().ResourceVersion))
 	}
 	return nil
 }
+
+// await waits, until wctx ends, for res's cache to reach target and be
+// confirmed by the API server, asking the prober for a proof when it is
+// behind. It returns the outcome, or ctx's error when the caller left.
+func (h *Handler) await(ctx, wctx context.Context, res pipeline.Served, namespace, target string) (string, error) {
+	n, err := strconv.ParseUint(target, 10, 64)
+	if err != nil {
+		return OutcomeUnavailable, nil
+	}
+	outcome := OutcomeCurrent
+	if cacheRV(res) < n {
+		outcome = OutcomeProven
+		h.prober.need(res, watchScope(res, namespace), n)
+	}
+	for {
+		if err := res.Cache().WaitFor(wctx, target); err != nil {
+			if ctx.Err() != nil {
+				return "", ctx.Err()
+			}
+			return OutcomeBehind, nil
+		}
+		if !res.Restored() {
+			return outcome, nil
+		}
+		// At the target but not confirmed yet: the resumed watch's first
+		// answer confirms it, soon.
+		select {
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return "", ctx.Err()
+			}
+			return OutcomeBehind, nil
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// watchScope is the namespace res's cache watches, given that it covers
+// namespace: all ("") when it covers every namespace, else that one.
+func watchScope(res pipeline.Served, namespace string) string {
+	if res.Covers("") {
+		return ""
+	}
+	return namespace
+}
+
+// tooManyRequests is the API server's 429 for a consistent read its watch
+// cache could not serve in time, with Retry-After: 1.
+func tooManyRequests(msg string) error { return apierrors.NewTooManyRequests(msg, 1) }
 
 // upstreamRV asks the API server for its current resourceVersion. Calls
 // for one resource are coalesced: a call joins the next request that starts

@@ -6,44 +6,28 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 )
 
 // discovery answers API discovery (/api, /apis, a group, a group-version,
 // and the aggregated form kubectl asks for) to authenticated callers with
-// the API server's own answers, fetched with informerd's credentials and
-// reused for a TTL. So a client without credentials for the API server
-// still finds every resource, the cached ones and the forwarded ones alike.
-// It fetches nothing else: /version, which depends on the caller
-// (impersonation, API Priority and Fairness headers), is forwarded.
+// the API server's own answers, fetched with informerd's credentials for
+// each request. So a client without credentials for the API server still
+// finds every resource, the cached ones and the forwarded ones alike. Not
+// kept: a CRD or APIService created or removed shows in discovery through
+// informerd as soon as the API server shows it (clients that create a CRD
+// wait for it there); the caller's If-None-Match goes upstream, so an
+// unchanged aggregated document is a 304 without a body. It fetches
+// nothing else: /version, which depends on the caller (impersonation, API
+// Priority and Fairness headers), is forwarded.
 type discovery struct {
 	api *apiServer
-	ttl time.Duration
-
-	mu      sync.Mutex
-	answers map[discoveryKey]*discoveryAnswer
 }
 
-type discoveryKey struct{ path, accept string }
+// maxDiscoveryBytes bounds one discovery answer.
+const maxDiscoveryBytes = 16 << 20
 
-type discoveryAnswer struct {
-	fetched     time.Time
-	contentType string
-	etag        string
-	body        []byte
-}
-
-// Bounds of the discovery cache: the answers kept (one per path and Accept
-// header) and the size of one.
-const (
-	maxDiscoveryAnswers = 256
-	maxDiscoveryBytes   = 16 << 20
-)
-
-func newDiscovery(api *apiServer, ttl time.Duration) *discovery {
-	return &discovery{api: api, ttl: ttl, answers: map[discoveryKey]*discoveryAnswer{}}
-}
+func newDiscovery(api *apiServer) *discovery { return &discovery{api: api} }
 
 // serves reports whether r is a discovery request. Its path is canonical
 // (withCanonicalPath), so the path fetched is the path asked for.
@@ -64,63 +48,43 @@ func (d *discovery) serves(r *http.Request) bool {
 	return false
 }
 
+// discoveryHeaders are the API server's response headers a discovery
+// answer passes on.
+var discoveryHeaders = []string{"Content-Type", "ETag", "Cache-Control", "Vary", "X-Varied-Accept"}
+
 func (h *Handler) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	a, code, err := h.discovery.get(r.Context(), strings.TrimSuffix(r.URL.Path, "/"), r.Header.Get("Accept"))
+	code := http.StatusServiceUnavailable
 	defer func() { h.opts.Observer.Request("", "discovery", code, time.Since(start)) }()
+	resp, body, err := h.discovery.get(r.Context(), strings.TrimSuffix(r.URL.Path, "/"), r.Header)
 	if err != nil {
 		writeStatus(w, unavailable(fmt.Sprintf("informerd cannot read API discovery from the API server: %v", err)))
-		code = http.StatusServiceUnavailable
 		return
 	}
-	if code != http.StatusOK {
-		w.Header().Set("Content-Type", a.contentType)
-		w.WriteHeader(code)
-		_, _ = w.Write(a.body)
-		return
-	}
-	if a.etag != "" {
-		w.Header().Set("ETag", a.etag)
-		if r.Header.Get("If-None-Match") == a.etag {
-			w.WriteHeader(http.StatusNotModified)
-			code = http.StatusNotModified
-			return
+	for _, k := range discoveryHeaders {
+		if v := resp.Header.Values(k); len(v) > 0 {
+			w.Header()[k] = v
 		}
 	}
-	w.Header().Set("Content-Type", a.contentType)
-	_, _ = w.Write(a.body)
+	code = resp.StatusCode
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
 }
 
-// get returns the API server's answer to path for accept, from the cache
-// while it is fresh. Only 200 answers are kept.
-func (d *discovery) get(ctx context.Context, path, accept string) (*discoveryAnswer, int, error) {
-	key := discoveryKey{path, accept}
-	d.mu.Lock()
-	a, ok := d.answers[key]
-	d.mu.Unlock()
-	if ok && time.Since(a.fetched) < d.ttl {
-		return a, http.StatusOK, nil
-	}
-	resp, err := d.api.get(ctx, path, "", accept)
+// get returns the API server's answer to path for the request's Accept and
+// If-None-Match headers, its body read whole (at most maxDiscoveryBytes).
+func (d *discovery) get(ctx context.Context, path string, in http.Header) (*http.Response, []byte, error) {
+	resp, err := d.api.do(ctx, path, "", http.Header{"Accept": in.Values("Accept"), "If-None-Match": in.Values("If-None-Match")})
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDiscoveryBytes+1))
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	if len(body) > maxDiscoveryBytes {
-		return nil, 0, fmt.Errorf("the answer to %s is larger than %d bytes", path, maxDiscoveryBytes)
+		return nil, nil, fmt.Errorf("the answer to %s is larger than %d bytes", path, maxDiscoveryBytes)
 	}
-	a = &discoveryAnswer{fetched: time.Now(), contentType: resp.Header.Get("Content-Type"), etag: resp.Header.Get("ETag"), body: body}
-	if resp.StatusCode == http.StatusOK {
-		d.mu.Lock()
-		if len(d.answers) >= maxDiscoveryAnswers {
-			clear(d.answers) // Accept headers vary little; start over
-		}
-		d.answers[key] = a
-		d.mu.Unlock()
-	}
-	return a, resp.StatusCode, nil
+	return resp, body, nil
 }

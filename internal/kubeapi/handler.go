@@ -2,9 +2,8 @@
 // caches, so that an unmodified Kubernetes client (client-go, kubectl, the
 // Python and JavaScript clients) can point its kubeconfig at informerd:
 // get, list and watch of a cached resource are answered from the cache with
-// the API server's semantics; discovery and /version from the API server's
-// answers, fetched with informerd's credentials and kept a few seconds;
-// everything else is forwarded to the API server unchanged, with the
+// the API server's semantics; discovery from the API server's answers,
+// fetched with informerd's credentials; everything else is forwarded to the API server unchanged, with the
 // caller's own bearer token.
 //
 // It is the second serving layer next to internal/server (gRPC): it reads a
@@ -52,6 +51,9 @@ type Observer interface {
 	// Forwarded: a request was forwarded to the API server, which answered
 	// code (0 when it could not be reached).
 	Forwarded(code int)
+	// ConsistentRead: a consistent read of resource ended with outcome
+	// (OutcomeCurrent, ...).
+	ConsistentRead(resource, outcome string)
 }
 
 type nopObserver struct{}
@@ -60,6 +62,7 @@ func (nopObserver) Request(string, string, int, time.Duration) {}
 func (nopObserver) WatchStarted(string)                        {}
 func (nopObserver) WatchEnded(string)                          {}
 func (nopObserver) Forwarded(int)                              {}
+func (nopObserver) ConsistentRead(string, string)              {}
 
 // Defaults of Options.
 const (
@@ -105,7 +108,7 @@ type Options struct {
 	// ConsistentWait bounds how long a consistent read waits for the cache
 	// to reach the API server's current resourceVersion.
 	ConsistentWait time.Duration
-	// DiscoveryTTL is how long a discovery answer is reused.
+	// DiscoveryTTL is how long a CRD's printer columns are reused.
 	DiscoveryTTL time.Duration
 	Observer     Observer
 	Log          *slog.Logger
@@ -121,6 +124,7 @@ type Handler struct {
 	discovery *discovery
 	columns   *printerColumns
 	upstream  *upstreamRV
+	prober    *prober
 	watches   atomic.Int64
 
 	// stopping is closed by Stop: every watch ends.
@@ -176,11 +180,12 @@ func New(o Options) (*Handler, error) {
 			GrouplessAPIPrefixes: sets.NewString("api"),
 		},
 		forward:   fwd,
-		discovery: newDiscovery(api, o.DiscoveryTTL),
+		discovery: newDiscovery(api),
 		columns:   newPrinterColumns(api, o.DiscoveryTTL),
 		upstream:  newUpstreamRV(api),
 		stopping:  make(chan struct{}),
 	}
+	h.prober = newProber(api, h.upstream)
 	h.chain = h.buildChain()
 	return h, nil
 }
@@ -195,7 +200,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.chain.Se
 // buildChain puts the filters in kube-apiserver's order (its
 // DefaultBuildHandlerChain), one concern each: the canonical path, the
 // request's facts, then, for the requests informerd answers itself, audit
-// ID, authentication, audit, impersonation and authorization before the
+// ID, the request's deadline, authentication, audit, impersonation and authorization before the
 // handler. Forwarded requests pass none of the auth filters: the API
 // server applies its own to the caller's credentials.
 func (h *Handler) buildChain() http.Handler {
@@ -204,6 +209,7 @@ func (h *Handler) buildChain() http.Handler {
 	self = h.withImpersonation(self)
 	self = h.withAudit(self)
 	self = h.withAuthentication(self, h.withFailedAuthenticationAudit(http.HandlerFunc(unauthorized)))
+	self = h.withRequestDeadline(self)
 	self = withAuditInit(self)
 	return withCanonicalPath(h.withRoute(self, h.forward))
 }
@@ -216,19 +222,29 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.serveDiscovery(w, r)
 		return
 	}
-	res, info := f.res, f.info
+	res := f.res
 	rec := w // withRoute's recorder, which counts the answer
 	caller, _ := request.UserFrom(r.Context())
-	if !acceptsJSON(r) {
+	switch negotiate(r) {
+	case mediaNone:
 		writeStatus(rec, notAcceptable())
 		return
+	case mediaYAML:
+		if f.info.Verb == "watch" {
+			// YAML has no stream framing: the API server's 406 too.
+			writeStatus(rec, notAcceptable())
+			return
+		}
+		y := &yamlWriter{ResponseWriter: rec}
+		defer y.finish()
+		rec = y
 	}
 	if !ready(rec, res) {
 		return
 	}
-	switch info.Verb {
+	switch f.info.Verb {
 	case "get":
-		h.get(rec, r, res, info)
+		h.get(rec, r, f)
 	case "list":
 		// A list's first page counts against its caller's list rate, as
 		// a gRPC List does; continue pages do not.
@@ -238,7 +254,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		h.list(rec, r, res, info)
+		h.list(rec, r, f)
 	case "watch":
 		if h.opts.Limits != nil {
 			release, err := h.opts.Limits.StartWatch(r.Context(), limitClient(r, caller))
@@ -248,34 +264,62 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 			}
 			defer release()
 		}
-		h.watch(rec, r, res, info)
+		h.watch(rec, r, f)
 	}
 }
 
-// lookup returns the served resource a get, list or watch of info reads,
-// or nil when informerd does not cache it in that version, or caches only
-// part of what the request asks for (the configuration narrows it to
-// another namespace or by selectors), or the request is for a subresource
-// or another verb: such requests are forwarded.
-func (h *Handler) lookup(info *request.RequestInfo) pipeline.Served {
+// lookup returns the served resource a get, list or watch of info reads
+// and the namespace it reads in the cache ("" for a cluster-scoped
+// resource), or nil when informerd does not cache it in that version, or
+// caches only part of what the request asks for (the configuration narrows
+// it to another namespace or by selectors), or the request is for a
+// subresource or another verb: such requests are forwarded.
+//
+// Scope comes from the resource's discovery (Resolved().Namespaced), once
+// per request: a cluster-scoped resource under a namespaced path is not
+// served (the API server has no such route and answers 404), except a
+// Namespace's own path, /api/v1/namespaces/NAME, where RequestInfo puts
+// the name in Namespace too.
+func (h *Handler) lookup(info *request.RequestInfo) (pipeline.Served, string) {
 	switch info.Verb {
 	case "get", "list", "watch":
 	default:
-		return nil
+		return nil, ""
 	}
 	if info.Subresource != "" {
-		return nil
+		return nil, ""
 	}
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
 	for _, s := range h.opts.Caches.Served() {
-		if s.Resolved().GVR == gvr {
-			if !s.Covers(info.Namespace) {
-				return nil
-			}
-			return s
+		if s.Resolved().GVR != gvr {
+			continue
 		}
+		ns := info.Namespace
+		if !s.Resolved().Namespaced {
+			if ns != "" && !isNamespacePath(info) {
+				return nil, ""
+			}
+			ns = ""
+		}
+		if !s.Covers(ns) {
+			return nil, ""
+		}
+		return s, ns
 	}
-	return nil
+	return nil, ""
+}
+
+// isNamespacePath reports whether info is a request for one Namespace at
+// its own path, /api/v1/namespaces/NAME (or /api/v1/watch/namespaces/NAME),
+// which RequestInfo reads as namespace NAME, resource namespaces, name
+// NAME; /api/v1/namespaces/A/namespaces/B is not one.
+func isNamespacePath(info *request.RequestInfo) bool {
+	if info.APIGroup != "" || info.Resource != "namespaces" || info.Name != info.Namespace {
+		return false
+	}
+	rest := strings.TrimPrefix(strings.TrimSuffix(info.Path, "/"), "/"+info.APIPrefix+"/"+info.APIVersion+"/")
+	rest = strings.TrimPrefix(rest, "watch/")
+	return rest == "namespaces/"+info.Name
 }
 
 // limitClient names the client whose limits a request counts against, as
@@ -304,19 +348,31 @@ func (r *recorder) WriteHeader(code int) {
 // deadlines).
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// acceptsJSON reports whether a response in JSON is acceptable: informerd
-// answers cached reads in JSON only (not protobuf or CBOR).
-func acceptsJSON(r *http.Request) bool {
+// Media types informerd answers cached reads in: JSON, and YAML for a get
+// or list (converted from the JSON), as the API server does; not protobuf
+// or CBOR.
+const (
+	mediaNone = iota
+	mediaJSON
+	mediaYAML
+)
+
+// negotiate returns the media type of r's answer: the first type its
+// Accept header lists that informerd writes (JSON when it has none), or
+// mediaNone.
+func negotiate(r *http.Request) int {
 	accept := r.Header.Get("Accept")
 	if accept == "" {
-		return true
+		return mediaJSON
 	}
 	for _, part := range strings.Split(accept, ",") {
 		mt := strings.TrimSpace(strings.SplitN(part, ";", 2)[0])
 		switch mt {
 		case "application/json", "application/*", "*/*", "application/json-seq":
-			return true
+			return mediaJSON
+		case "application/yaml":
+			return mediaYAML
 		}
 	}
-	return false
+	return mediaNone
 }

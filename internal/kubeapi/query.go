@@ -21,7 +21,7 @@ import (
 // API server does: its parameter codec, its defaults (a watch from "" or
 // "0" sends initial events) and its validation, with the same 400 and 422
 // answers. Parameters it does not know are ignored, as the API server
-// ignores them.
+// ignores them; so is a limit of 0 or less (no limit).
 func listOptions(query url.Values, watch bool) (*metainternalversion.ListOptions, error) {
 	opts := &metainternalversion.ListOptions{}
 	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(query, metav1.SchemeGroupVersion, opts); err != nil {
@@ -31,9 +31,6 @@ func listOptions(query url.Values, watch bool) (*metainternalversion.ListOptions
 	metainternalversion.SetListOptionsDefaults(opts, true)
 	if errs := metainternalversionvalidation.ValidateListOptions(opts, true); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
-	}
-	if opts.Limit < 0 {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("limit %d: must be 0 (no limit) or positive", opts.Limit))
 	}
 	return opts, nil
 }
@@ -118,6 +115,12 @@ func newSelector(opts *metainternalversion.ListOptions, namespace string, indexN
 		return true
 	}
 	return s, nil
+}
+
+// everything reports whether the selectors select every object (the
+// namespace aside, which is the path's): the API server's empty predicate.
+func (s selector) everything() bool {
+	return (s.sel.Labels == nil || s.sel.Labels.Empty()) && s.sel.Fields == nil
 }
 
 func fieldList(indexFields map[string]string) string {

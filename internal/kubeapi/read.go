@@ -12,8 +12,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/object"
@@ -34,23 +34,26 @@ func ready(w http.ResponseWriter, res pipeline.Served) bool {
 }
 
 // get answers a get from the cache.
-func (h *Handler) get(w http.ResponseWriter, r *http.Request, res pipeline.Served, info *request.RequestInfo) {
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, f *facts) {
+	res, ns, name := f.res, f.namespace, f.info.Name
 	var opts metav1.GetOptions
-	if err := metav1.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+	// The API server's codec for a get's parameters (GetResource): it
+	// knows GetOptions' conversion from url.Values, metav1's does not.
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
 		writeStatus(w, badRequest(err.Error()))
 		return
 	}
-	if err := h.reach(r.Context(), res, info.Namespace, opts.ResourceVersion); err != nil {
-		writeStatus(w, asStatus(err))
+	if err := h.reach(r.Context(), res, ns, opts.ResourceVersion); err != nil {
+		h.fail(w, r, err)
 		return
 	}
-	o, ok := res.Cache().Get(object.KeyOf(info.Namespace, info.Name))
+	o, ok := res.Cache().Get(object.KeyOf(ns, name))
 	if !ok {
-		writeStatus(w, notFound(res.Resolved().GVR, info.Name))
+		writeStatus(w, notFound(res.Resolved().GVR, name))
 		return
 	}
 	if t, ok := tableRequested(r); ok {
-		h.writeTable(w, r, t, res, []*object.Object{o}, "", "")
+		h.writeTable(w, r, t, res, []*object.Object{o}, metav1.ListMeta{ResourceVersion: o.ResourceVersion})
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -66,27 +69,30 @@ func decodeToken(s string) (indexer.Continue, error) {
 }
 
 // list answers a list from one snapshot of the cache.
-func (h *Handler) list(w http.ResponseWriter, r *http.Request, res pipeline.Served, info *request.RequestInfo) {
+func (h *Handler) list(w http.ResponseWriter, r *http.Request, f *facts) {
+	res, ns := f.res, f.namespace
 	opts, err := listOptions(r.URL.Query(), false)
 	if err != nil {
 		writeStatus(w, asStatus(err))
 		return
 	}
 	ix := res.Cache()
-	sel, err := newSelector(opts, info.Namespace, ix.IndexNames(), res.IndexFields())
+	sel, err := newSelector(opts, ns, ix.IndexNames(), res.IndexFields())
 	if err != nil {
 		writeStatus(w, asStatus(err))
 		return
 	}
-	v, current, err := h.snapshot(r.Context(), res, info.Namespace, opts)
+	v, current, err := h.snapshot(r.Context(), res, ns, opts)
 	if err != nil {
-		writeStatus(w, asStatus(err))
+		h.fail(w, r, err)
 		return
 	}
 	limit := math.MaxInt // no limit: every object, as the API server sends
-	if opts.Limit > 0 {
+	if opts.Limit > 0 && opts.ResourceVersion != "0" {
 		// Clamped, not refused: a page may be shorter than asked, and the
-		// continue token brings the rest.
+		// continue token brings the rest. With resourceVersion=0 the API
+		// server's cache ignores the limit (computeListLimit): so does
+		// informerd's.
 		limit = min(int(opts.Limit), h.opts.MaxPageSize)
 	}
 	after := ""
@@ -98,10 +104,12 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res pipeline.Serv
 	var objs []*object.Object
 	var more bool
 	rv := v.ResourceVersion
+	prefix := namespacePrefix(ns)
 	switch {
-	case sel.name != "" && after == "":
-		// One object by name: a get that answers as a list.
-		if o, ok := v.Get(object.KeyOf(info.Namespace, sel.name)); ok && match(o) {
+	case sel.name != "" && after == "" && (ns != "" || !res.Resolved().Namespaced):
+		// One object by name: a get that answers as a list. Across all
+		// namespaces a name may be in each: that list scans.
+		if o, ok := v.Get(object.KeyOf(ns, sel.name)); ok && match(o) {
 			objs = []*object.Object{o}
 		}
 	case current && after == "" && sel.sel.Index >= 0:
@@ -117,20 +125,26 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res pipeline.Serv
 			objs, more = objs[:limit], true
 		}
 	default:
-		objs, more = v.Page(after, namespacePrefix(info.Namespace), limit, match)
+		objs, more = v.Page(after, prefix, limit, match)
 		if more && after == "" {
 			ix.Keep(v) // for the continue pages
 		}
 	}
-	token := ""
+	meta := metav1.ListMeta{ResourceVersion: rv}
 	if more {
-		token = indexer.Continue{RV: rv, LastKey: objs[len(objs)-1].Key}.Encode()
+		meta.Continue = indexer.Continue{RV: rv, LastKey: objs[len(objs)-1].Key}.Encode()
+		if sel.everything() {
+			// As the API server's cache: the objects after this page,
+			// only when no selector makes the count a guess.
+			n := int64(v.Count(objs[len(objs)-1].Key, prefix))
+			meta.RemainingItemCount = &n
+		}
 	}
 	if t, ok := tableRequested(r); ok {
-		h.writeTable(w, r, t, res, objs, rv, token)
+		h.writeTable(w, r, t, res, objs, meta)
 		return
 	}
-	writeList(w, res, objs, rv, token)
+	writeList(w, res, objs, meta)
 }
 
 // snapshot returns the view a list reads, by the API server's
@@ -151,7 +165,18 @@ func (h *Handler) snapshot(ctx context.Context, res pipeline.Served, namespace s
 		if err != nil {
 			return v, false, err
 		}
-		v, err = h.viewAt(ctx, res, namespace, tok.RV, "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+		if tok.RV == latestRV {
+			// An inconsistent continue token: the rest of the list, read
+			// consistently now.
+			if err := h.reach(ctx, res, namespace, ""); err != nil {
+				return v, false, err
+			}
+			return res.Cache().View(), false, nil
+		}
+		v, err = h.viewAt(ctx, res, namespace, tok.RV, "")
+		if apierrors.IsResourceExpired(err) {
+			return v, false, inconsistentContinue(tok.LastKey)
+		}
 		return v, false, err
 	}
 	rv, match := opts.ResourceVersion, opts.ResourceVersionMatch
@@ -184,7 +209,11 @@ func (h *Handler) viewAt(ctx context.Context, res pipeline.Served, namespace, rv
 
 // reach waits until the cache is at or past rv: for "" (a consistent read
 // in namespace), the API server's current resourceVersion; for "0", at
-// once.
+// once; for N (not older than N), until N, asking the prober for a proof
+// when the cache is behind. A cache that does not reach N within
+// ConsistentWait has not seen what the API server has (N may come from a
+// write to another resource, or from another replica): errAhead, and the
+// read goes to the API server.
 func (h *Handler) reach(ctx context.Context, res pipeline.Served, namespace, rv string) error {
 	switch rv {
 	case "0":
@@ -192,18 +221,59 @@ func (h *Handler) reach(ctx context.Context, res pipeline.Served, namespace, rv 
 	case "":
 		return h.consistent(ctx, res, namespace)
 	}
-	if _, err := strconv.ParseUint(rv, 10, 64); err != nil {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q: want the decimal resourceVersion of an object or list", rv))
 	}
+	if cacheRV(res) >= n {
+		return nil
+	}
+	h.prober.need(res, watchScope(res, namespace), n)
 	wctx, cancel := context.WithTimeout(ctx, h.opts.ConsistentWait)
 	defer cancel()
 	if err := res.Cache().WaitFor(wctx, rv); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %s, current: %s", rv, res.Cache().Stats().ResourceVersion), 1)
+		return &aheadError{rv: rv, current: res.Cache().Stats().ResourceVersion}
 	}
 	return nil
+}
+
+// aheadError: a resourceVersion this cache has not reached in time. The
+// read is forwarded to the API server, which answers from its own watch
+// cache; a caller informerd cannot forward for (no bearer token) gets the
+// API server's 504 for a resourceVersion beyond its cache, with the
+// ResourceVersionTooLarge cause clients look for.
+type aheadError struct{ rv, current string }
+
+func (e *aheadError) Error() string {
+	return fmt.Sprintf("Too large resource version: %s, current: %s", e.rv, e.current)
+}
+
+func (e *aheadError) status() *metav1.Status {
+	st := timeout(e.Error())
+	st.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
+	return st
+}
+
+// fail answers a read that cannot be answered from the cache: err's Status,
+// or, for a resourceVersion ahead of the cache, the API server's own answer
+// to the same request, with the caller's credentials.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var ahead *aheadError
+	if !errors.As(err, &ahead) {
+		writeStatus(w, asStatus(err))
+		return
+	}
+	if r.Header.Get("Authorization") == "" {
+		writeStatus(w, ahead.status())
+		return
+	}
+	for k, v := range factsOf(r).impersonation {
+		r.Header[k] = v
+	}
+	h.forward.ServeHTTP(w, r)
 }
 
 func namespacePrefix(ns string) string {
@@ -213,17 +283,39 @@ func namespacePrefix(ns string) string {
 	return ns + "/"
 }
 
+// latestRV is the resourceVersion of an inconsistent continue token: the
+// list continues from the cache as it is now (the API server's -1).
+const latestRV = "-1"
+
+// inconsistentContinue is the API server's 410 for a continue token whose
+// snapshot is gone, with a token that continues the list after lastKey at
+// the latest resourceVersion (etcd3's handleCompactedErrorForPaging).
+func inconsistentContinue(lastKey string) error {
+	err := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. " +
+		"You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. " +
+		"Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+	err.ErrStatus.ListMeta.Continue = indexer.Continue{RV: latestRV, LastKey: lastKey}.Encode()
+	return err
+}
+
 // writeList writes objs in a List envelope, each object's cached JSON as it
-// is: nothing is decoded or encoded per object.
-func writeList(w http.ResponseWriter, res pipeline.Served, objs []*object.Object, rv, token string) {
+// is (for a built-in type without its kind and apiVersion, as the API
+// server encodes a typed list's items): nothing is decoded or encoded per
+// object.
+func writeList(w http.ResponseWriter, res pipeline.Served, objs []*object.Object, lm metav1.ListMeta) {
 	gvr := res.Resolved().GVR
-	meta, _ := json.Marshal(metav1.ListMeta{ResourceVersion: rv, Continue: token})
+	typed := builtin(res.Resolved())
+	meta, _ := json.Marshal(lm)
 	w.Header().Set("Content-Type", "application/json")
 	b := bufio.NewWriterSize(w, 64<<10)
 	fmt.Fprintf(b, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, res.Resolved().Kind+"List", gvr.GroupVersion().String(), meta)
 	for i, o := range objs {
 		if i > 0 {
 			_ = b.WriteByte(',')
+		}
+		if typed {
+			writeWithoutTypeMeta(b, o.JSON)
+			continue
 		}
 		_, _ = b.Write(o.JSON)
 	}

@@ -3,6 +3,7 @@ package kubeapi
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,8 +36,15 @@ const (
 type facts struct {
 	kind kind
 	info *request.RequestInfo
-	// res is the cache a cached read reads.
-	res pipeline.Served
+	// res is the cache a cached read reads, and namespace where in it: the
+	// request's namespace for a namespaced resource, "" for a
+	// cluster-scoped one (the scope from the resource's discovery).
+	res       pipeline.Served
+	namespace string
+	// impersonation keeps a cached read's Impersonate-* headers, which
+	// the impersonation filter removes, for when the read is forwarded
+	// after all (a resourceVersion ahead of the cache).
+	impersonation http.Header
 }
 
 type factsKey struct{}
@@ -73,13 +81,16 @@ func (h *Handler) withRoute(self, fwd http.Handler) http.Handler {
 		case !info.IsResourceRequest && h.discovery.serves(r):
 			f.kind = kindDiscovery
 		case info.IsResourceRequest:
-			if f.res = h.lookup(info); f.res != nil {
+			if f.res, f.namespace = h.lookup(info); f.res != nil {
 				f.kind = kindCached
 			}
 		}
 		ctx := request.WithRequestInfo(withFacts(r.Context(), f), info)
 		r = r.WithContext(ctx)
 		if f.kind == kindCached {
+			if impersonates(r) {
+				f.impersonation = impersonationHeaders(r.Header)
+			}
 			// Counted here, so that the auth filters' refusals are too.
 			start := time.Now()
 			rec := &recorder{ResponseWriter: w, code: http.StatusOK}
@@ -110,12 +121,26 @@ func isPublic(p string) bool {
 	return false
 }
 
+// impersonationHeaders returns a copy of h's Impersonate-* headers.
+func impersonationHeaders(h http.Header) http.Header {
+	out := http.Header{}
+	for k, v := range h {
+		if isImpersonation(k) {
+			out[k] = slices.Clone(v)
+		}
+	}
+	return out
+}
+
+func isImpersonation(k string) bool {
+	return k == authenticationv1.ImpersonateUserHeader || k == authenticationv1.ImpersonateGroupHeader ||
+		k == authenticationv1.ImpersonateUIDHeader || strings.HasPrefix(k, authenticationv1.ImpersonateUserExtraHeaderPrefix)
+}
+
 // impersonates reports whether r asks to act as another user.
 func impersonates(r *http.Request) bool {
 	for k := range r.Header {
-		switch {
-		case k == authenticationv1.ImpersonateUserHeader, k == authenticationv1.ImpersonateGroupHeader,
-			k == authenticationv1.ImpersonateUIDHeader, strings.HasPrefix(k, authenticationv1.ImpersonateUserExtraHeaderPrefix):
+		if isImpersonation(k) {
 			return true
 		}
 	}

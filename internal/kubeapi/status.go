@@ -20,6 +20,10 @@ import (
 // with its code, reason and a message, as JSON.
 func writeStatus(w http.ResponseWriter, st *metav1.Status) {
 	body := statusJSON(st)
+	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+		// As the API server's responsewriters: clients wait this long.
+		w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(int(st.Code))

@@ -68,15 +68,17 @@ var tableColumns = []metav1.TableColumnDefinition{
 
 func oneObject(o *object.Object) []*object.Object { return []*object.Object{o} }
 
-// writeTable writes objs as a Table.
-func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, t tableOptions, res pipeline.Served, objs []*object.Object, rv, token string) {
+// writeTable writes objs as a Table with the list's metadata lm (for a get,
+// the object's resourceVersion, as the API server's table convertor sets).
+func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, t tableOptions, res pipeline.Served, objs []*object.Object, lm metav1.ListMeta) {
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(h.tableJSON(h.columns.get(r.Context(), res.Resolved().GVR), t, objs, rv, token))
+	_, _ = w.Write(h.tableJSON(h.columns.get(r.Context(), res.Resolved().GVR), t, objs, lm, true))
 }
 
 // tableJSON encodes objs as a meta.k8s.io/v1 Table with cols, each row's
-// object (its metadata by default) embedded from the cached JSON.
-func (h *Handler) tableJSON(cols *columns, t tableOptions, objs []*object.Object, rv, token string) []byte {
+// object (its metadata by default) embedded from the cached JSON; without
+// headers, with no columnDefinitions (a watch's events after its first).
+func (h *Handler) tableJSON(cols *columns, t tableOptions, objs []*object.Object, lm metav1.ListMeta, headers bool) []byte {
 	now := time.Now()
 	rows := make([]metav1.TableRow, 0, len(objs))
 	for _, o := range objs {
@@ -108,10 +110,12 @@ func (h *Handler) tableJSON(cols *columns, t tableOptions, objs []*object.Object
 		rows = append(rows, row)
 	}
 	table := metav1.Table{
-		TypeMeta:          metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},
-		ListMeta:          metav1.ListMeta{ResourceVersion: rv, Continue: token},
-		ColumnDefinitions: cols.definitions(),
-		Rows:              rows,
+		TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},
+		ListMeta: lm,
+		Rows:     rows,
+	}
+	if headers {
+		table.ColumnDefinitions = cols.definitions()
 	}
 	b, err := json.Marshal(&table)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/informerd/informerd/internal/fanout"
 	"github.com/informerd/informerd/internal/indexer"
@@ -27,7 +26,8 @@ const (
 )
 
 // watch streams a watch's events as the API server's JSON watch events.
-func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res pipeline.Served, info *request.RequestInfo) {
+func (h *Handler) watch(w http.ResponseWriter, r *http.Request, f *facts) {
+	res, ns, info := f.res, f.namespace, f.info
 	opts, err := listOptions(r.URL.Query(), true)
 	if err != nil {
 		writeStatus(w, asStatus(err))
@@ -44,7 +44,7 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res pipeline.Ser
 		}
 		opts.FieldSelector = fields.OneTermEqualSelector(fieldName, info.Name)
 	}
-	sel, err := newSelector(opts, info.Namespace, res.Cache().IndexNames(), res.IndexFields())
+	sel, err := newSelector(opts, ns, res.Cache().IndexNames(), res.IndexFields())
 	if err != nil {
 		writeStatus(w, asStatus(err))
 		return
@@ -63,8 +63,8 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res pipeline.Ser
 	}
 
 	initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
-	if err := h.reach(r.Context(), res, info.Namespace, opts.ResourceVersion); err != nil {
-		writeStatus(w, asStatus(err))
+	if err := h.reach(r.Context(), res, ns, opts.ResourceVersion); err != nil {
+		h.fail(w, r, err)
 		return
 	}
 	wopts := fanout.WatchOptions{
@@ -93,7 +93,8 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res pipeline.Ser
 	defer h.opts.Observer.WatchEnded(res.Name())
 
 	timeout := minWatchTimeout + rand.N(minWatchTimeout)
-	if opts.TimeoutSeconds != nil {
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
+		// 0 is the default, as at the API server (ListResource).
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
 	deadline := time.NewTimer(timeout)
@@ -154,7 +155,10 @@ type eventWriter struct {
 	table   tableOptions
 	cols    *columns
 	asTable bool
-	failed  bool
+	// headed: an event has been written, so a Table's columns have been
+	// sent.
+	headed bool
+	failed bool
 }
 
 func (e *eventWriter) write(items []fanout.Item) bool {
@@ -167,8 +171,12 @@ func (e *eventWriter) write(items []fanout.Item) bool {
 		}
 		obj := it.Object.JSON
 		if e.asTable {
-			obj = e.h.tableJSON(e.cols, e.table, oneObject(it.Object), "", "")
+			// The API server's watch encoder: the columns in the first
+			// event only, each event's metadata at its object's
+			// resourceVersion.
+			obj = e.h.tableJSON(e.cols, e.table, oneObject(it.Object), metav1.ListMeta{ResourceVersion: it.Object.ResourceVersion}, !e.headed)
 		}
+		e.headed = true
 		e.raw(string(it.Type), obj)
 	}
 	return !e.failed
@@ -187,6 +195,7 @@ func (e *eventWriter) bookmark(rv string, end bool) bool {
 	if e.asTable {
 		kind, gvr.Group, gvr.Version = "Table", metav1.GroupName, "v1"
 	}
+	e.headed = true
 	e.raw(string(watch.Bookmark), fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,"metadata":%s}`, kind, gvr.GroupVersion().String(), meta))
 	return !e.failed
 }

@@ -14,6 +14,7 @@ type KubeAPI struct {
 	latency   *prometheus.HistogramVec
 	watches   *prometheus.GaugeVec
 	forwarded *prometheus.CounterVec
+	consist   *prometheus.CounterVec
 }
 
 // NewKubeAPI creates the Kubernetes API's instruments and registers them
@@ -37,8 +38,12 @@ func NewKubeAPI(reg prometheus.Registerer) *KubeAPI {
 			Name: "informerd_kube_api_forwarded_total",
 			Help: "Requests forwarded to the API server with the caller's token, by the API server's HTTP code (0: it could not be reached).",
 		}, []string{"code"}),
+		consist: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "informerd_kube_api_consistent_reads_total",
+			Help: "Consistent reads (resourceVersion unset) on the Kubernetes API listener, by resource and outcome: current (the cache had reached the API server's resourceVersion), proven (a probe watch showed it current), behind (429: not in time), unavailable (429: the API server could not be asked).",
+		}, []string{"resource", "outcome"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.watches, m.forwarded)
+	reg.MustRegister(m.requests, m.latency, m.watches, m.forwarded, m.consist)
 	return m
 }
 
@@ -56,3 +61,8 @@ func (m *KubeAPI) WatchEnded(resource string) { m.watches.WithLabelValues(resour
 
 // Forwarded counts a request forwarded to the API server.
 func (m *KubeAPI) Forwarded(code int) { m.forwarded.WithLabelValues(strconv.Itoa(code)).Inc() }
+
+// ConsistentRead counts a consistent read's outcome.
+func (m *KubeAPI) ConsistentRead(resource, outcome string) {
+	m.consist.WithLabelValues(resource, outcome).Inc()
+}

@@ -92,6 +92,16 @@ type Served interface {
 	// reads ("spec.nodeName" for "{.spec.nodeName}") to that index's name,
 	// for field selectors.
 	IndexFields() map[string]string
+	// Restored reports whether the cache serves what was restored from
+	// --state-dir at start and the API server has not confirmed yet: it
+	// may lack changes made while informerd was down.
+	Restored() bool
+	// Progress moves the cache to rv as an API server bookmark would,
+	// once the caller has shown the API server reached rv with no change
+	// to the resource after the cache's resourceVersion that the cache or
+	// its queue lacks; false when it cannot (a restored cache not yet
+	// confirmed, a gap in the watch, the pipeline not running).
+	Progress(rv string) bool
 }
 
 var _ Served = (*Pipeline)(nil)
@@ -217,6 +227,20 @@ func (p *Pipeline) Covers(namespace string) bool {
 		return false
 	}
 	return c.LabelSelector == "" && c.FieldSelector == "" && (c.Namespace == "" || c.Namespace == namespace)
+}
+
+// Restored implements Served.
+func (p *Pipeline) Restored() bool { return !p.restoredAt().IsZero() && !p.confirmed.Load() }
+
+// Progress implements Served.
+func (p *Pipeline) Progress(rv string) bool {
+	if p.Restored() {
+		return false
+	}
+	p.mu.Lock()
+	refl := p.refl
+	p.mu.Unlock()
+	return refl != nil && refl.Progress(rv)
 }
 
 // IndexFields implements Served.

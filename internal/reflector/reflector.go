@@ -249,3 +249,18 @@ func (s *Signals) LastEventTime() time.Time {
 	}
 	return time.Unix(0, n)
 }
+
+// Progress queues a bookmark at rv, as if the API server had sent one: the
+// caller has shown that the API server reached rv with no change to this
+// resource after the cache's resourceVersion that is not already in the
+// queue or the cache (a watch from it that carried none before a bookmark
+// at rv). So the cache moves to rv, in order after what is queued; a
+// bookmark not ahead of the cache changes nothing. It is refused (false)
+// while a gap is open: the cache then lacks a change, and rv would pass
+// it.
+func (r *Reflector) Progress(rv string) bool {
+	if r.gap.open() {
+		return false
+	}
+	return r.queue.Bookmark(rv) == nil
+}
