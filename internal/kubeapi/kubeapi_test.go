@@ -100,6 +100,13 @@ resources:
 // setupWith is setup with the configuration yaml.
 func setupWith(t *testing.T, ns, yaml string) *fixture {
 	t.Helper()
+	return setupUpstream(t, ns, yaml, env.Config)
+}
+
+// setupUpstream is setupWith, the handler reaching the API server through
+// upstream (the caches always read it directly).
+func setupUpstream(t *testing.T, ns, yaml string, upstream *rest.Config) *fixture {
+	t.Helper()
 	direct := kubernetes.NewForConfigOrDie(env.Config)
 	ctx := testContext(t)
 	if _, err := direct.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -120,7 +127,7 @@ func setupWith(t *testing.T, ns, yaml string) *fixture {
 	if err := set.WaitSynced(sctx); err != nil {
 		t.Fatal(err)
 	}
-	h, err := kubeapi.New(kubeapi.Options{Caches: set, Upstream: env.Config, Log: log})
+	h, err := kubeapi.New(kubeapi.Options{Caches: set, Upstream: upstream, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
