@@ -526,3 +526,71 @@ func getText(t *testing.T, url string) (int, string) {
 	_, _ = b.ReadFrom(resp.Body)
 	return resp.StatusCode, b.String()
 }
+
+// TestRestoredCacheAndConsistentReads: a cache restored from --state-dir
+// answers reads that accept any state (resourceVersion=0) at once, but no
+// consistent read (resourceVersion unset) until the API server has
+// confirmed it: those are the API server's 429 while it cannot be asked,
+// and then the API server's current state, never the restored one.
+func TestRestoredCacheAndConsistentReads(t *testing.T) {
+	s := newStateEnv(t, "restored-consistent", 4)
+	s.opts.KubeAPIAddress = "127.0.0.1:0"
+	_, c1, _, stop1 := s.run()
+	testenv.Eventually(t, time.Minute, "the first informerd to list", func() bool {
+		got, _, err := s.list(c1)
+		return err == nil && len(got) == 4
+	})
+	before, _, _ := s.list(c1)
+	if err := stop1(); err != nil {
+		t.Fatal(err)
+	}
+	s.change()
+	s.proxy.Cut()
+
+	d2, c2, _, _ := s.run()
+	testenv.Eventually(t, 10*time.Second, "the restored cache to serve", func() bool {
+		_, _, err := s.list(c2)
+		return err == nil
+	})
+	path := d2.KubeAPIURL() + "/api/v1/namespaces/" + s.ns + "/configmaps"
+	code, _, retry := kubeList(t, path)
+	if code != http.StatusTooManyRequests || retry != "1" {
+		t.Errorf("consistent list of a restored cache with the API server cut off: %d, Retry-After %q; want 429, 1", code, retry)
+	}
+	if code, got, _ := kubeList(t, path+"?resourceVersion=0"); code != http.StatusOK || !cmp.Equal(got, before) {
+		t.Errorf("list with resourceVersion=0 of the restored cache: %d %v, want 200 %v", code, got, before)
+	}
+
+	s.proxy.Restore()
+	want := s.apiServer()
+	testenv.Eventually(t, 30*time.Second, "a consistent list once the API server is back", func() bool {
+		code, got, _ := kubeList(t, path)
+		if code == http.StatusOK && !cmp.Equal(got, want) {
+			t.Fatalf("a consistent list answered %v, the API server has %v", got, want)
+		}
+		return code == http.StatusOK
+	})
+}
+
+// kubeList lists configmaps at url (informerd's Kubernetes API, plaintext,
+// no credentials) and returns the code, name → resourceVersion and the
+// Retry-After header.
+func kubeList(t *testing.T, url string) (int, map[string]string, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var l corev1.ConfigMapList
+	if resp.StatusCode == http.StatusOK {
+		if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := map[string]string{}
+	for _, cm := range l.Items {
+		out[cm.Name] = cm.ResourceVersion
+	}
+	return resp.StatusCode, out, resp.Header.Get("Retry-After")
+}
