@@ -34,6 +34,9 @@ type Config struct {
 	// MTLSClients map client certificate identities to what they may read,
 	// for --auth-mode=mtls.
 	MTLSClients []MTLSClient `json:"mtlsClients,omitempty"`
+	// ServesKubernetesAPI is set by the daemon, not the file, when
+	// --kube-api-address is on: stripManagedFields then defaults to false.
+	ServesKubernetesAPI bool `json:"-"`
 }
 
 // Resource selects one resource type to cache.
@@ -88,7 +91,8 @@ type Index struct {
 
 // Transform changes objects before they are cached.
 type Transform struct {
-	// StripManagedFields drops metadata.managedFields; true when unset.
+	// StripManagedFields drops metadata.managedFields; when unset, true
+	// unless the Kubernetes API is served (Config.ServesKubernetesAPI).
 	StripManagedFields *bool `json:"stripManagedFields,omitempty"`
 }
 
@@ -122,14 +126,19 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + d.String() + `"`), nil
 }
 
-// StripManagedFields reports whether managedFields are dropped for r.
+// StripManagedFields reports whether managedFields are dropped for r: as
+// configured for r, else at the top level, else unless the Kubernetes API
+// is served. Clients of the Kubernetes API compare what they read with
+// what their writes returned (the Conformance Watchers specs do), and
+// those carry managedFields; gRPC clients rarely need them, and they are
+// often half of an object's size.
 func (c *Config) StripManagedFields(r Resource) bool {
 	for _, t := range []*Transform{r.Transform, &c.Transform} {
 		if t != nil && t.StripManagedFields != nil {
 			return *t.StripManagedFields
 		}
 	}
-	return true
+	return !c.ServesKubernetesAPI
 }
 
 // Load reads, defaults and validates the configuration file at path.

@@ -89,6 +89,12 @@ resources:
 	if !c.StripManagedFields(c.Resources[1]) {
 		t.Error("secrets: per-resource override ignored")
 	}
+	if (&Config{ServesKubernetesAPI: true}).StripManagedFields(Resource{}) {
+		t.Error("unset, with the Kubernetes API served: managedFields stripped, want kept")
+	}
+	if !(&Config{ServesKubernetesAPI: true, Transform: Transform{StripManagedFields: new(true)}}).StripManagedFields(Resource{}) {
+		t.Error("stripManagedFields: true with the Kubernetes API served: kept, want stripped")
+	}
 	if !(&Config{}).StripManagedFields(Resource{}) {
 		t.Error("default must strip managedFields")
 	}

@@ -275,15 +275,24 @@ func (o Options) Validate() error {
 	return err
 }
 
-// config returns the injected configuration or loads ConfigPath.
+// config returns the injected configuration or loads ConfigPath, told
+// whether the Kubernetes API is served (it changes a default).
 func (o Options) config() (*config.Config, error) {
-	if o.Config != nil {
-		return o.Config, nil
+	c := o.Config
+	if c == nil {
+		if o.ConfigPath == "" {
+			return nil, errors.New("--config is required: a YAML file listing the resources to cache (see deploy/config.example.yaml)")
+		}
+		var err error
+		if c, err = config.Load(o.ConfigPath); err != nil {
+			return nil, err
+		}
+	} else {
+		copied := *c
+		c = &copied
 	}
-	if o.ConfigPath == "" {
-		return nil, errors.New("--config is required: a YAML file listing the resources to cache (see deploy/config.example.yaml)")
-	}
-	return config.Load(o.ConfigPath)
+	c.ServesKubernetesAPI = o.KubeAPIAddress != ""
+	return c, nil
 }
 
 // validate checks o against cfg. It returns a warning to log loudly when

@@ -122,7 +122,6 @@ func BenchmarkHistoryReplay(b *testing.B) {
 // cached form, and the same for a client-go informer's store of decoded
 // Pods, with and without managedFields.
 func BenchmarkHeapPerPod(b *testing.B) {
-	enc := benchEncoder(b, true)
 	raw := make([][]byte, benchPods)
 	var fullJSON int
 	for i := range raw {
@@ -134,27 +133,33 @@ func BenchmarkHeapPerPod(b *testing.B) {
 		fullJSON += len(data)
 	}
 	for b.Loop() {
-		// informerd: scan the watch event's JSON, encode once, index.
-		before := benchdata.HeapAfterGC()
-		objs := make([]*object.Object, benchPods)
-		var cachedJSON int
-		for i, data := range raw {
-			r, err := object.ParseRaw(slices.Clone(data))
-			if err != nil {
-				b.Fatal(err)
+		// informerd: scan the watch event's JSON, encode once, index;
+		// with managedFields stripped (the gRPC-only default) and kept
+		// (the default with --kube-api-address).
+		heap := func(strip bool) (perPod float64, cachedJSON int) {
+			enc := benchEncoder(b, strip)
+			before := benchdata.HeapAfterGC()
+			objs := make([]*object.Object, benchPods)
+			for i, data := range raw {
+				r, err := object.ParseRaw(slices.Clone(data))
+				if err != nil {
+					b.Fatal(err)
+				}
+				o, err := enc.Encode(r)
+				if err != nil {
+					b.Fatal(err)
+				}
+				objs[i] = o
+				cachedJSON += len(o.JSON)
 			}
-			o, err := enc.Encode(r)
-			if err != nil {
-				b.Fatal(err)
-			}
-			objs[i] = o
-			cachedJSON += len(o.JSON)
+			ix := filled(b, objs, 10)
+			objs = nil
+			perPod = float64(benchdata.HeapAfterGC()-before) / benchPods
+			runtime.KeepAlive(ix)
+			return perPod, cachedJSON
 		}
-		ix := filled(b, objs, 10)
-		objs = nil
-		informerd := float64(benchdata.HeapAfterGC()-before) / benchPods
-		runtime.KeepAlive(ix)
-		ix = nil
+		informerd, cachedJSON := heap(true)
+		kept, _ := heap(false)
 
 		clientGo := func(strip bool) float64 {
 			before := benchdata.HeapAfterGC()
@@ -178,6 +183,7 @@ func BenchmarkHeapPerPod(b *testing.B) {
 		withMF, stripped := clientGo(false), clientGo(true)
 
 		b.ReportMetric(informerd, "informerd-heap-B/pod")
+		b.ReportMetric(kept, "informerd-kept-mf-heap-B/pod")
 		b.ReportMetric(float64(cachedJSON)/benchPods, "cached-json-B/pod")
 		b.ReportMetric(informerd/(float64(cachedJSON)/benchPods), "heap/json")
 		b.ReportMetric(float64(fullJSON)/benchPods, "full-json-B/pod")
