@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -73,6 +74,12 @@ func (s *Server) list(ctx context.Context, req *pb.ListRequest) (*encoded, error
 		if err != nil {
 			return nil, err
 		}
+		// A token from a replica further along (a client failing over)
+		// names a snapshot this cache has not reached: never answered
+		// from an older one.
+		if err := reachSnapshot(ctx, ix, ct.RV); err != nil {
+			return nil, err
+		}
 		v, err := ix.ViewAt(ct.RV)
 		if errors.Is(err, indexer.ErrTooOld) {
 			return nil, withInfo(codes.OutOfRange, pb.ErrorReason_CONTINUE_TOKEN_EXPIRED,
@@ -123,6 +130,28 @@ func (s *Server) list(ctx context.Context, req *pb.ListRequest) (*encoded, error
 		token = indexer.Continue{RV: rv, LastKey: objs[len(objs)-1].Key}.Encode()
 	}
 	return listPage(objs, rv, token), nil
+}
+
+// continueWait bounds the wait of a continue page for its snapshot.
+const continueWait = 5 * time.Second
+
+// reachSnapshot waits, at most continueWait, until the cache has reached
+// rv, a continue token's snapshot; else UNAVAILABLE /
+// RESOURCE_VERSION_AHEAD, as a Watch ahead of the cache.
+func reachSnapshot(ctx context.Context, ix *indexer.Indexer, rv string) error {
+	wctx, cancel := context.WithTimeout(ctx, continueWait)
+	defer cancel()
+	err := ix.WaitFor(wctx, rv)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return toStatus(ctx.Err())
+	case errors.Is(err, indexer.ErrBadResourceVersion):
+		return invalid("continue_token is not one this server issued; pass the token of the previous ListResponse unchanged")
+	}
+	return withInfo(codes.Unavailable, pb.ErrorReason_RESOURCE_VERSION_AHEAD,
+		fmt.Sprintf("the continue token's snapshot, resourceVersion %s, is ahead of this replica's cache (at %s), which did not reach it in %s; retry, on this replica or the one that issued the token", rv, ix.Stats().ResourceVersion, continueWait), nil)
 }
 
 // namespacePrefix is the key prefix of a namespace's objects ("" for all).

@@ -23,6 +23,7 @@ import (
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/config"
+	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/pipeline"
 	"github.com/informerd/informerd/internal/server"
 	"github.com/informerd/informerd/internal/testenv"
@@ -318,3 +319,42 @@ func TestCacheServiceErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestContinueAheadOfTheCache: a continue token whose snapshot this
+// replica's cache has not reached (issued by a replica further along) is
+// never served from an older state: it waits, then is UNAVAILABLE /
+// RESOURCE_VERSION_AHEAD; once the cache has passed the snapshot, the page
+// is the snapshot's.
+func TestContinueAheadOfTheCache(t *testing.T) {
+	ns := "continue-ahead"
+	f := setup(t, ns)
+	ctx := context.Background()
+	// A write to a resource informerd does not cache: the pods' cache
+	// stays behind its resourceVersion.
+	s, err := f.kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := indexer.Continue{RV: s.ResourceVersion, LastKey: ns + "/p1"}.Encode()
+	req := &pb.ListRequest{Resource: "pods", Selector: &pb.Selector{Namespace: ns}, Limit: 2, ContinueToken: tok}
+	_, err = f.client.List(ctx, req)
+	if st := status.Convert(err); st.Code() != codes.Unavailable || reason(st) != pb.ErrorReason_RESOURCE_VERSION_AHEAD.String() {
+		t.Fatalf("continue page ahead of the cache: %v, want UNAVAILABLE / RESOURCE_VERSION_AHEAD", err)
+	}
+	// A pod created after the snapshot, sorting right after p1: not in it.
+	p, err := f.kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p1a"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := f.client.List(ctx, req)
+	if err != nil {
+		t.Fatalf("continue page once the cache has passed the snapshot (a pod at %s): %v", p.ResourceVersion, err)
+	}
+	if got := names(resp.GetObjects()); !cmp.Equal(got, []string{"p2", "p3"}) || resp.GetResourceVersion() != s.ResourceVersion {
+		t.Errorf("continue page = %v at %s, want [p2 p3] at the snapshot's %s", got, resp.GetResourceVersion(), s.ResourceVersion)
+	}
+}
+

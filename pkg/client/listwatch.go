@@ -149,10 +149,14 @@ func (lw *ListWatch) ListWithContext(ctx context.Context, options metav1.ListOpt
 		req.MinResourceVersion = rv
 	}
 	var items []runtime.Object
+	snapshot := "" // the first page's resourceVersion: every page's
 	for {
 		resp, err := lw.client.List(ctx, req)
 		if err != nil {
 			return nil, FromError(err)
+		}
+		if snapshot == "" {
+			snapshot = resp.GetResourceVersion()
 		}
 		for _, o := range resp.GetObjects() {
 			obj, err := lw.codec.Decode(o.GetJson())
@@ -162,7 +166,7 @@ func (lw *ListWatch) ListWithContext(ctx context.Context, options metav1.ListOpt
 			items = append(items, obj)
 		}
 		if resp.GetContinueToken() == "" || options.Limit > 0 {
-			return lw.codec.List(items, resp.GetResourceVersion(), resp.GetContinueToken())
+			return lw.codec.List(items, snapshot, resp.GetContinueToken())
 		}
 		req.ContinueToken, req.MinResourceVersion = resp.GetContinueToken(), ""
 	}
