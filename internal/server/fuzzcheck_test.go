@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
+	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/object"
 	"github.com/informerd/informerd/internal/projection"
 	"github.com/informerd/informerd/internal/server"
@@ -184,12 +185,20 @@ func (fx *fuzzFixture) checkList(t *testing.T, req *pb.ListRequest) {
 		}
 		mrvAhead = ok && n > m.cur
 	}
+	tokenAhead := false
+	if tok := req.GetContinueToken(); problem == codes.OK && tok != "" {
+		// A token whose snapshot is ahead of the cache waits for it.
+		if ct, err := indexer.ParseContinue(tok); err == nil {
+			n, ok := object.ParseRV(ct.RV)
+			tokenAhead = ok && n > m.cur
+		}
+	}
 	if err != nil {
 		allowed := []codes.Code{codes.InvalidArgument, codes.NotFound, codes.Unavailable}
 		if req.GetContinueToken() != "" {
 			allowed = append(allowed, codes.OutOfRange)
 		}
-		if mrvAhead {
+		if mrvAhead || tokenAhead {
 			// Waiting for the cache ends with the cancelled call.
 			allowed = append(allowed, codes.Canceled)
 		}

@@ -145,10 +145,10 @@ func reachSnapshot(ctx context.Context, ix *indexer.Indexer, rv string) error {
 	switch {
 	case err == nil:
 		return nil
-	case ctx.Err() != nil:
-		return toStatus(ctx.Err())
 	case errors.Is(err, indexer.ErrBadResourceVersion):
 		return invalid("continue_token is not one this server issued; pass the token of the previous ListResponse unchanged")
+	case ctx.Err() != nil:
+		return toStatus(ctx.Err())
 	}
 	return withInfo(codes.Unavailable, pb.ErrorReason_RESOURCE_VERSION_AHEAD,
 		fmt.Sprintf("the continue token's snapshot, resourceVersion %s, is ahead of this replica's cache (at %s), which did not reach it in %s; retry, on this replica or the one that issued the token", rv, ix.Stats().ResourceVersion, continueWait), nil)

@@ -357,4 +357,3 @@ func TestContinueAheadOfTheCache(t *testing.T) {
 		t.Errorf("continue page = %v at %s, want [p2 p3] at the snapshot's %s", got, resp.GetResourceVersion(), s.ResourceVersion)
 	}
 }
-
