@@ -13,6 +13,7 @@ import (
 	"github.com/informerd/informerd/internal/auth"
 	"github.com/informerd/informerd/internal/config"
 	"github.com/informerd/informerd/internal/fanout"
+	"github.com/informerd/informerd/internal/kubeapi"
 	"github.com/informerd/informerd/internal/limits"
 	"github.com/informerd/informerd/internal/server"
 	"github.com/informerd/informerd/internal/state"
@@ -124,6 +125,10 @@ type Options struct {
 	MaxRequestBytes                 int
 	MaxPageSize                     int
 	KeepaliveTime, KeepaliveTimeout time.Duration
+	// ConsistentReadTimeout bounds how long a Kubernetes API read waits
+	// for the cache to reach the resourceVersion it needs
+	// (--consistent-read-timeout).
+	ConsistentReadTimeout time.Duration
 
 	// Config, when set, is used instead of loading ConfigPath.
 	Config *config.Config
@@ -179,6 +184,7 @@ func NewOptions() Options {
 		MaxPageSize:             server.DefaultMaxPageSize,
 		KeepaliveTime:           server.DefaultKeepaliveTime,
 		KeepaliveTimeout:        server.DefaultKeepaliveTimeout,
+		ConsistentReadTimeout:   kubeapi.DefaultConsistentWait,
 	}
 }
 
@@ -258,6 +264,7 @@ func (o *Options) addLimitFlags(fs *flag.FlagSet) {
 	fs.UintVar(&o.MaxStreamsPerConnection, "max-streams-per-connection", o.MaxStreamsPerConnection, "most concurrent gRPC streams on one client connection")
 	fs.IntVar(&o.MaxRequestBytes, "max-request-bytes", o.MaxRequestBytes, "largest request message accepted")
 	fs.IntVar(&o.MaxPageSize, "max-page-size", o.MaxPageSize, "most objects in one List page (a larger limit is clamped)")
+	fs.DurationVar(&o.ConsistentReadTimeout, "consistent-read-timeout", o.ConsistentReadTimeout, "Kubernetes API: how long a read waits for the cache to reach the API server's resourceVersion (a consistent read, or a resourceVersion ahead of the cache) before it is refused with 429 (consistent) or forwarded (ahead)")
 	fs.DurationVar(&o.KeepaliveTime, "keepalive-time", o.KeepaliveTime, "ping a client connection idle this long, to find clients that vanished without closing")
 	fs.DurationVar(&o.KeepaliveTimeout, "keepalive-timeout", o.KeepaliveTimeout, "close a connection whose ping is not answered within this, ending its streams")
 }
