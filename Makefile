@@ -11,7 +11,7 @@ BUF       := $(GO) tool -modfile=$(CURDIR)/tools/buf/go.mod buf
 TEST_FLAGS ?= -race -count=1 -timeout=20m
 export INFORMERD_CONTROLPLANE_DIR ?= $(BIN)/controlplane/current
 
-.PHONY: help build test manifests lint proto verify verify-proto verify-tidy update-monitoring-crds run testenv node-deps python-deps fuzz chaos bench bench-short bench-go bench-authz clean
+.PHONY: help build test manifests lint proto verify verify-proto verify-tidy update-monitoring-crds run testenv node-deps python-deps fuzz chaos bench bench-short bench-go bench-authz conformance clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -72,7 +72,7 @@ verify-proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc ## lint the .pr
 		echo "generated code in api/proto is stale or was edited by hand: run 'make proto'"; exit 1; }
 
 verify-tidy: ## fail if go mod tidy would change any module
-	@for dir in . tools tools/buf tools/kustomize hack/controlplane/etcd hack/controlplane/kube-apiserver; do \
+	@for dir in . tools tools/buf tools/kustomize hack/controlplane/etcd hack/controlplane/kube-apiserver hack/conformance; do \
 		(cd $$dir && $(GO) mod tidy -diff) || { echo "go.mod in $$dir is not tidy: run 'cd $$dir && go mod tidy'"; exit 1; }; \
 	done
 
@@ -110,6 +110,10 @@ bench-go: ## the Go microbenchmarks of each package (BENCH_COUNT times each, def
 
 bench-authz: testenv ## what the checks before a cached read cost on the Kubernetes API: reviews warm and cold, impersonation, selectors, audit (BENCH_COUNT times, default 3)
 	$(GO) test -run='^$$' -bench=BenchmarkKubeAPIAuthorization -benchtime=500x -benchmem -count=$(BENCH_COUNT) ./internal/e2e
+
+conformance: testenv ## Kubernetes' API-machinery e2e specs against kube-apiserver and through informerd: bin/conformance/report.md (builds bin/conformance/e2e.test first, about 30 minutes once)
+	hack/conformance/build.sh
+	INFORMERD_CONFORMANCE_E2E=$(BIN)/conformance/e2e.test $(GO) test -count=1 -v -timeout=4h -run='^TestConformance$$' ./internal/e2e/
 
 clean: ## remove built binaries (keeps the control plane build)
 	rm -rf $(BIN)/informerd $(BIN)/informerctl $(TOOLS)
