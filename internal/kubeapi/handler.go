@@ -68,7 +68,7 @@ func (nopObserver) ConsistentRead(string, string)              {}
 const (
 	DefaultMaxWatches      = 10000
 	DefaultMaxPageSize     = 5000
-	DefaultConsistentWait  = 3 * time.Second
+	DefaultConsistentWait  = 5 * time.Second
 	DefaultDiscoveryTTL    = 10 * time.Second
 	DefaultMaxRequestBytes = 3 << 20
 )
@@ -185,7 +185,7 @@ func New(o Options) (*Handler, error) {
 		upstream:  newUpstreamRV(api),
 		stopping:  make(chan struct{}),
 	}
-	h.prober = newProber(api, h.upstream)
+	h.prober = newProber(o.Log, api, h.upstream)
 	h.chain = h.buildChain()
 	return h, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"path"
 	"strconv"
@@ -39,6 +40,7 @@ import (
 // cache, and a reader about 1-2 s. One runs at a time per cache, for every
 // reader waiting on it.
 type prober struct {
+	log      *slog.Logger
 	api      *apiServer
 	upstream *upstreamRV
 
@@ -47,9 +49,11 @@ type prober struct {
 }
 
 type probeState struct {
-	// want is the highest resourceVersion a reader waits for; running is
-	// set while a goroutine probes for it.
+	// want is the highest resourceVersion a reader waits for; asked counts
+	// the requests, so a probe knows whether one came while it ran;
+	// running is set while a goroutine probes.
 	want    uint64
+	asked   uint64
 	running bool
 }
 
@@ -58,8 +62,8 @@ type probeState struct {
 // one.
 const probeTimeout = 3
 
-func newProber(api *apiServer, upstream *upstreamRV) *prober {
-	return &prober{api: api, upstream: upstream, state: map[pipeline.Served]*probeState{}}
+func newProber(log *slog.Logger, api *apiServer, upstream *upstreamRV) *prober {
+	return &prober{log: log, api: api, upstream: upstream, state: map[pipeline.Served]*probeState{}}
 }
 
 // need asks that res's cache be proven current up to rv; it returns at
@@ -73,20 +77,24 @@ func (p *prober) need(res pipeline.Served, namespace string, rv uint64) {
 		p.state[res] = st
 	}
 	st.want = max(st.want, rv)
+	st.asked++
 	if !st.running {
 		st.running = true
 		go p.run(res, namespace, st)
 	}
 }
 
-// run probes until the cache has reached every resourceVersion wanted, or
-// a probe fails (the readers then time out, and the next one tries again).
+// run probes until the cache has reached every resourceVersion wanted
+// that the API server has reached: a probe proves the cache up to the API
+// server's resourceVersion at its start, so a reader that wants more (one
+// ahead of the API server) waits for its deadline without another probe,
+// unless a reader asked while the probe ran. It stops at the first failure:
+// the readers waiting then time out, and the next one tries again.
 func (p *prober) run(res pipeline.Served, namespace string, st *probeState) {
 	for {
 		p.mu.Lock()
-		want := st.want
-		cur := cacheRV(res)
-		if cur >= want {
+		want, asked := st.want, st.asked
+		if cacheRV(res) >= want {
 			st.running, st.want = false, 0
 			p.mu.Unlock()
 			return
@@ -96,11 +104,15 @@ func (p *prober) run(res pipeline.Served, namespace string, st *probeState) {
 		err := p.probe(ctx, res, namespace, want)
 		cancel()
 		if err != nil {
-			p.mu.Lock()
+			p.log.Debug("probe of a cache's progress failed; its waiting consistent reads will be refused", "resource", res.Name(), "err", err)
+		}
+		p.mu.Lock()
+		if err != nil || st.asked == asked {
 			st.running, st.want = false, 0
 			p.mu.Unlock()
 			return
 		}
+		p.mu.Unlock()
 	}
 }
 
@@ -112,8 +124,19 @@ func cacheRV(res pipeline.Served) uint64 {
 // probe makes one proof, as above, for a target of want.
 func (p *prober) probe(ctx context.Context, res pipeline.Served, namespace string, want uint64) error {
 	gvr := res.Resolved().GVR
-	if _, err := p.upstream.current(ctx, gvr, namespace); err != nil {
+	now, err := p.upstream.current(ctx, gvr, namespace)
+	if err != nil {
 		return err
+	}
+	n, ok := object.ParseRV(now)
+	if !ok {
+		return fmt.Errorf("probe of %s: the API server's resourceVersion %q", gvr, now)
+	}
+	// The API server has not reached a resourceVersion ahead of it; the
+	// probe proves what it has.
+	want = min(want, n)
+	if cacheRV(res) >= want {
+		return nil
 	}
 	from := res.Cache().Stats().ResourceVersion
 	base := path.Join("/api", gvr.Version)

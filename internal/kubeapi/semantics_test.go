@@ -2,13 +2,16 @@ package kubeapi_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -69,27 +72,36 @@ type rawAnswer struct {
 // raw sends GET path (with its query) to the server of cfg with accept.
 func raw(t *testing.T, cfg *rest.Config, path, accept string) rawAnswer {
 	t.Helper()
-	hc, err := rest.HTTPClientFor(cfg)
+	a, err := rawGet(testContext(t), cfg, path, accept)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(testContext(t), http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+path, nil)
+	return a
+}
+
+// rawGet is raw for any goroutine.
+func rawGet(ctx context.Context, cfg *rest.Config, path, accept string) (rawAnswer, error) {
+	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		t.Fatal(err)
+		return rawAnswer{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+path, nil)
+	if err != nil {
+		return rawAnswer{}, err
 	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
+		return rawAnswer{}, fmt.Errorf("GET %s: %w", path, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
+		return rawAnswer{}, fmt.Errorf("GET %s: %w", path, err)
 	}
-	return rawAnswer{code: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), retryAfter: resp.Header.Get("Retry-After"), body: body}
+	return rawAnswer{code: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), retryAfter: resp.Header.Get("Retry-After"), body: body}, nil
 }
 
 // listShape is what must agree between two answers to one list: the items
@@ -331,6 +343,47 @@ func TestConsistentReadOfAQuietResource(t *testing.T) {
 		if rvLess(l.ResourceVersion, s.ResourceVersion) {
 			t.Errorf("consistent list at %s, before the write at %s that preceded it", l.ResourceVersion, s.ResourceVersion)
 		}
+	}
+}
+
+// A reader that asks for a resourceVersion far ahead of the API server
+// waits out its timeout (504, as from the API server); consistent reads of
+// the same quiet resource while it waits are proven and served, not
+// refused.
+func TestConsistentReadsBesideAReadAheadOfTheAPIServer(t *testing.T) {
+	ns := namespace("kapi-ahead")
+	f := setupWith(t, ns, scopeConfig)
+	ctx := testContext(t)
+	s, err := f.direct.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.ParseUint(s.ResourceVersion, 10, 64)
+	p := "/api/v1/namespaces/" + ns + "/configmaps"
+	type answer struct {
+		rawAnswer
+		err error
+	}
+	ahead := make(chan answer, 1)
+	go func() {
+		a, err := rawGet(ctx, f.cachedConfig, p+"?resourceVersionMatch=NotOlderThan&resourceVersion="+strconv.FormatUint(n+1_000_000, 10), "")
+		ahead <- answer{a, err}
+	}()
+	for i := range 3 {
+		if _, err := f.direct.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%d", i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		st := time.Now()
+		got := raw(t, f.cachedConfig, p, "")
+		t.Logf("read %d: %d in %v", i, got.code, time.Since(st))
+		if got.code != http.StatusOK {
+			t.Errorf("consistent list %d beside a read ahead of the API server: %d %s, want 200", i, got.code, got.body)
+		}
+	}
+	if got := <-ahead; got.err != nil {
+		t.Error(got.err)
+	} else if got.code != http.StatusGatewayTimeout {
+		t.Errorf("list far ahead of the API server: %d %s, want 504", got.code, got.body)
 	}
 }
 
