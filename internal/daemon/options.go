@@ -129,6 +129,9 @@ type Options struct {
 	// for the cache to reach the resourceVersion it needs
 	// (--consistent-read-timeout).
 	ConsistentReadTimeout time.Duration
+	// ContinueLifetime is how long a Kubernetes API list's continue
+	// tokens are valid (--continue-lifetime).
+	ContinueLifetime time.Duration
 
 	// Config, when set, is used instead of loading ConfigPath.
 	Config *config.Config
@@ -185,6 +188,7 @@ func NewOptions() Options {
 		KeepaliveTime:           server.DefaultKeepaliveTime,
 		KeepaliveTimeout:        server.DefaultKeepaliveTimeout,
 		ConsistentReadTimeout:   kubeapi.DefaultConsistentWait,
+		ContinueLifetime:        kubeapi.DefaultContinueLifetime,
 	}
 }
 
@@ -264,6 +268,7 @@ func (o *Options) addLimitFlags(fs *flag.FlagSet) {
 	fs.UintVar(&o.MaxStreamsPerConnection, "max-streams-per-connection", o.MaxStreamsPerConnection, "most concurrent gRPC streams on one client connection")
 	fs.IntVar(&o.MaxRequestBytes, "max-request-bytes", o.MaxRequestBytes, "largest request message accepted")
 	fs.IntVar(&o.MaxPageSize, "max-page-size", o.MaxPageSize, "most objects in one List page (a larger limit is clamped)")
+	fs.DurationVar(&o.ContinueLifetime, "continue-lifetime", o.ContinueLifetime, "Kubernetes API: how long a list's continue token is valid; an older one is 410 Expired with an inconsistent continue token, as the API server's after etcd compaction (set it to the API server's --etcd-compaction-interval)")
 	fs.DurationVar(&o.ConsistentReadTimeout, "consistent-read-timeout", o.ConsistentReadTimeout, "Kubernetes API: how long a read waits for the cache to reach the API server's resourceVersion (a consistent read, or a resourceVersion ahead of the cache) before it is refused with 429 (consistent) or forwarded (ahead)")
 	fs.DurationVar(&o.KeepaliveTime, "keepalive-time", o.KeepaliveTime, "ping a client connection idle this long, to find clients that vanished without closing")
 	fs.DurationVar(&o.KeepaliveTimeout, "keepalive-timeout", o.KeepaliveTimeout, "close a connection whose ping is not answered within this, ending its streams")

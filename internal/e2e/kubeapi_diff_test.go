@@ -291,6 +291,7 @@ func diffCases(w *diffWorld) []diffCase {
 		{name: "watch configmaps yaml", path: cms, query: "watch=true&resourceVersion={rv}", accept: "application/yaml", code: 406},
 		{name: "watch configmaps table", path: cms, query: "watch=true&resourceVersion={rv}", accept: tableAccept, between: w.churn("w25")},
 		{name: "watch configmaps table with initial events", path: cms, query: "watch=true&resourceVersion=0", accept: tableAccept, between: w.churn("w26")},
+		{name: "watch configmaps table sendInitialEvents", path: cms, query: "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", accept: tableAccept, between: w.churn("w30")},
 		{name: "watch configmaps table includeObject=Object", path: cms, query: "watch=true&resourceVersion={rv}&includeObject=Object", accept: tableAccept, between: w.churn("w27")},
 		{name: "watch pods", path: pods, query: "watch=true", between: relabelPod},
 		{name: "watch pods by node", path: pods, query: "watch=true&fieldSelector=spec.nodeName%3Dn1", between: func(t *testing.T) {

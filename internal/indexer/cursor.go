@@ -17,6 +17,10 @@ var ErrBadContinue = errors.New("indexer: not a continue token informerd issued"
 type Continue struct {
 	RV      string `json:"rv"`
 	LastKey string `json:"k"`
+	// Issued, when set, is when the first page was read (Unix seconds):
+	// the Kubernetes API layer expires its tokens as the API server's
+	// etcd compaction does.
+	Issued int64 `json:"t,omitempty"`
 }
 
 // Encode returns c as a continue token.

@@ -66,11 +66,14 @@ func (nopObserver) ConsistentRead(string, string)              {}
 
 // Defaults of Options.
 const (
-	DefaultMaxWatches      = 10000
-	DefaultMaxPageSize     = 5000
-	DefaultConsistentWait  = 5 * time.Second
-	DefaultDiscoveryTTL    = 10 * time.Second
-	DefaultMaxRequestBytes = 3 << 20
+	DefaultMaxWatches     = 10000
+	DefaultMaxPageSize    = 5000
+	DefaultConsistentWait = 5 * time.Second
+	// DefaultContinueLifetime is the API server's default
+	// --etcd-compaction-interval: its continue tokens last at least that.
+	DefaultContinueLifetime = 5 * time.Minute
+	DefaultDiscoveryTTL     = 10 * time.Second
+	DefaultMaxRequestBytes  = 3 << 20
 )
 
 // Options configure a Handler.
@@ -108,6 +111,11 @@ type Options struct {
 	// ConsistentWait bounds how long a consistent read waits for the cache
 	// to reach the API server's current resourceVersion.
 	ConsistentWait time.Duration
+	// ContinueLifetime is how long a list's continue tokens are valid
+	// (default DefaultContinueLifetime). An older one is 410 Expired with
+	// an inconsistent continue token, as the API server's once etcd has
+	// compacted the first page's resourceVersion.
+	ContinueLifetime time.Duration
 	// DiscoveryTTL is how long a CRD's printer columns are reused.
 	DiscoveryTTL time.Duration
 	Observer     Observer
@@ -146,6 +154,9 @@ func New(o Options) (*Handler, error) {
 	}
 	if o.MaxRequestBytes <= 0 {
 		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if o.ContinueLifetime <= 0 {
+		o.ContinueLifetime = DefaultContinueLifetime
 	}
 	if o.ConsistentWait <= 0 {
 		o.ConsistentWait = DefaultConsistentWait

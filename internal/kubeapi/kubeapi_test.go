@@ -104,8 +104,9 @@ func setupWith(t *testing.T, ns, yaml string) *fixture {
 }
 
 // setupUpstream is setupWith, the handler reaching the API server through
-// upstream (the caches always read it directly).
-func setupUpstream(t *testing.T, ns, yaml string, upstream *rest.Config) *fixture {
+// upstream (the caches always read it directly); tune, if any, changes the
+// handler's options.
+func setupUpstream(t *testing.T, ns, yaml string, upstream *rest.Config, tune ...func(*kubeapi.Options)) *fixture {
 	t.Helper()
 	direct := kubernetes.NewForConfigOrDie(env.Config)
 	ctx := testContext(t)
@@ -127,7 +128,11 @@ func setupUpstream(t *testing.T, ns, yaml string, upstream *rest.Config) *fixtur
 	if err := set.WaitSynced(sctx); err != nil {
 		t.Fatal(err)
 	}
-	h, err := kubeapi.New(kubeapi.Options{Caches: set, Upstream: upstream, Log: log})
+	o := kubeapi.Options{Caches: set, Upstream: upstream, Log: log}
+	for _, f := range tune {
+		f(&o)
+	}
+	h, err := kubeapi.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -95,10 +96,13 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, f *facts) {
 		// informerd's.
 		limit = min(int(opts.Limit), h.opts.MaxPageSize)
 	}
-	after := ""
+	after, issued := "", time.Now().Unix()
 	if opts.Continue != "" {
 		tok, _ := decodeToken(opts.Continue) // checked by snapshot
 		after = tok.LastKey
+		if tok.RV != latestRV {
+			issued = tok.Issued // the pages of one snapshot expire together
+		}
 	}
 	match := sel.sel.Matches
 	var objs []*object.Object
@@ -132,7 +136,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, f *facts) {
 	}
 	meta := metav1.ListMeta{ResourceVersion: rv}
 	if more {
-		meta.Continue = indexer.Continue{RV: rv, LastKey: objs[len(objs)-1].Key}.Encode()
+		meta.Continue = indexer.Continue{RV: rv, LastKey: objs[len(objs)-1].Key, Issued: issued}.Encode()
 		if sel.everything() {
 			// As the API server's cache: the objects after this page,
 			// only when no selector makes the count a guess.
@@ -172,6 +176,11 @@ func (h *Handler) snapshot(ctx context.Context, res pipeline.Served, namespace s
 				return v, false, err
 			}
 			return res.Cache().View(), false, nil
+		}
+		if tok.Issued != 0 && time.Since(time.Unix(tok.Issued, 0)) > h.opts.ContinueLifetime {
+			// The API server's etcd has compacted the first page's
+			// resourceVersion by now, though this cache may still hold it.
+			return v, false, inconsistentContinue(tok.LastKey)
 		}
 		v, err = h.viewAt(ctx, res, namespace, tok.RV, "")
 		if apierrors.IsResourceExpired(err) {

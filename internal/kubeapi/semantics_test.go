@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/informerd/informerd/internal/kubeapi"
 	"github.com/informerd/informerd/internal/testenv"
 )
 
@@ -343,6 +345,51 @@ func TestConsistentReadOfAQuietResource(t *testing.T) {
 		if rvLess(l.ResourceVersion, s.ResourceVersion) {
 			t.Errorf("consistent list at %s, before the write at %s that preceded it", l.ResourceVersion, s.ResourceVersion)
 		}
+	}
+}
+
+// A continue token lives as long as the API server's would before etcd
+// compacts its resourceVersion (--continue-lifetime), though the cache
+// still holds the snapshot: then 410 Expired with an inconsistent token
+// that continues after the last key, with remainingItemCount counting
+// from there.
+func TestContinueTokenLifetime(t *testing.T) {
+	ns := namespace("kapi-lifetime")
+	const lifetime = 2 * time.Second
+	f := setupUpstream(t, ns, scopeConfig, env.Config, func(o *kubeapi.Options) { o.ContinueLifetime = lifetime })
+	ctx := testContext(t)
+	for i := range 6 {
+		if _, err := f.direct.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c%d", i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cms := f.cached.CoreV1().ConfigMaps(ns)
+	first, err := cms.List(ctx, metav1.ListOptions{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := cms.List(ctx, metav1.ListOptions{Limit: 2, Continue: first.Continue})
+	if err != nil {
+		t.Fatalf("continue within the token's lifetime: %v", err)
+	}
+	if second.ResourceVersion != first.ResourceVersion {
+		t.Errorf("second page at %s, the first at %s: one snapshot", second.ResourceVersion, first.ResourceVersion)
+	}
+	time.Sleep(lifetime + 1100*time.Millisecond) // the token counts whole seconds
+	_, err = cms.List(ctx, metav1.ListOptions{Limit: 2, Continue: second.Continue})
+	var status apierrors.APIStatus
+	if !apierrors.IsResourceExpired(err) || !errors.As(err, &status) || status.Status().ListMeta.Continue == "" {
+		t.Fatalf("continue after the token's lifetime: %v, want 410 Expired with an inconsistent continue token", err)
+	}
+	rest, err := cms.List(ctx, metav1.ListOptions{Limit: 1, Continue: status.Status().ListMeta.Continue})
+	if err != nil {
+		t.Fatalf("inconsistent continue: %v", err)
+	}
+	if len(rest.Items) != 1 || rest.Items[0].Name != "c4" {
+		t.Errorf("inconsistent continue: %d items (%+v), want c4, after the last key sent", len(rest.Items), rest.Items)
+	}
+	if rest.RemainingItemCount == nil || *rest.RemainingItemCount != 1 {
+		t.Errorf("inconsistent continue's remainingItemCount: %v, want 1 (c5)", rest.RemainingItemCount)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/informerd/informerd/internal/fanout"
 	"github.com/informerd/informerd/internal/indexer"
+	"github.com/informerd/informerd/internal/object"
 	"github.com/informerd/informerd/internal/pipeline"
 )
 
@@ -184,19 +185,25 @@ func (e *eventWriter) write(items []fanout.Item) bool {
 
 // bookmark writes a BOOKMARK: an object of the resource's kind with only a
 // resourceVersion, annotated k8s.io/initial-events-end after the initial
-// events.
+// events. In a Table watch it is a Table with that object as its one row,
+// as the API server converts it; the row carries the object's metadata
+// whatever includeObject asks when the annotation is set.
 func (e *eventWriter) bookmark(rv string, end bool) bool {
 	gvr := e.res.Resolved().GVR
 	meta := fmt.Sprintf(`{"resourceVersion":%q,"creationTimestamp":null}`, rv)
 	if end {
 		meta = fmt.Sprintf(`{"resourceVersion":%q,"creationTimestamp":null,"annotations":{%q:"true"}}`, rv, metav1.InitialEventsAnnotationKey)
 	}
-	kind := e.res.Resolved().Kind
+	obj := fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,"metadata":%s}`, e.res.Resolved().Kind, gvr.GroupVersion().String(), meta)
 	if e.asTable {
-		kind, gvr.Group, gvr.Version = "Table", metav1.GroupName, "v1"
+		t := e.table
+		if end && t.include == metav1.IncludeNone {
+			t.include = metav1.IncludeMetadata
+		}
+		obj = e.h.tableJSON(e.cols, t, oneObject(&object.Object{ResourceVersion: rv, JSON: obj}), metav1.ListMeta{ResourceVersion: rv}, !e.headed)
 	}
 	e.headed = true
-	e.raw(string(watch.Bookmark), fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,"metadata":%s}`, kind, gvr.GroupVersion().String(), meta))
+	e.raw(string(watch.Bookmark), obj)
 	return !e.failed
 }
 
