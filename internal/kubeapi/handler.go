@@ -222,6 +222,7 @@ func (h *Handler) buildChain() http.Handler {
 	self = h.withAuthentication(self, h.withFailedAuthenticationAudit(http.HandlerFunc(unauthorized)))
 	self = h.withRequestDeadline(self)
 	self = withAuditInit(self)
+	self = withPresentation(self)
 	return withCanonicalPath(h.withRoute(self, h.forward))
 }
 

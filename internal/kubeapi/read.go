@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/object"
@@ -182,8 +182,8 @@ func (h *Handler) snapshot(ctx context.Context, res pipeline.Served, namespace s
 			// resourceVersion by now, though this cache may still hold it.
 			return v, false, inconsistentContinue(tok.LastKey)
 		}
-		v, err = h.viewAt(ctx, res, namespace, tok.RV, "")
-		if apierrors.IsResourceExpired(err) {
+		v, err = h.viewAt(ctx, res, namespace, tok.RV)
+		if past := (*pastError)(nil); errors.As(err, &past) {
 			return v, false, inconsistentContinue(tok.LastKey)
 		}
 		return v, false, err
@@ -191,7 +191,7 @@ func (h *Handler) snapshot(ctx context.Context, res pipeline.Served, namespace s
 	rv, match := opts.ResourceVersion, opts.ResourceVersionMatch
 	exact := match == metav1.ResourceVersionMatchExact || (match == "" && opts.Limit > 0 && rv != "" && rv != "0")
 	if exact {
-		v, err = h.viewAt(ctx, res, namespace, rv, "")
+		v, err = h.viewAt(ctx, res, namespace, rv)
 		return v, false, err
 	}
 	if err := h.reach(ctx, res, namespace, rv); err != nil {
@@ -201,17 +201,14 @@ func (h *Handler) snapshot(ctx context.Context, res pipeline.Served, namespace s
 }
 
 // viewAt is the cache as it was at rv, waiting (as for NotOlderThan) when
-// rv is ahead of it; tooOld, if set, replaces the 410's message.
-func (h *Handler) viewAt(ctx context.Context, res pipeline.Served, namespace, rv, tooOld string) (indexer.View, error) {
+// rv is ahead of it; a pastError when rv is older than its history.
+func (h *Handler) viewAt(ctx context.Context, res pipeline.Served, namespace, rv string) (indexer.View, error) {
 	if err := h.reach(ctx, res, namespace, rv); err != nil {
 		return indexer.View{}, err
 	}
 	v, err := res.Cache().ViewAt(rv)
 	if errors.Is(err, indexer.ErrTooOld) {
-		if tooOld == "" {
-			tooOld = fmt.Sprintf("too old resource version: %s (%d)", rv, res.Cache().Stats().HistoryFloor)
-		}
-		return indexer.View{}, apierrors.NewResourceExpired(tooOld)
+		return indexer.View{}, &pastError{}
 	}
 	return v, err
 }
@@ -230,9 +227,11 @@ func (h *Handler) reach(ctx context.Context, res pipeline.Served, namespace, rv 
 	case "":
 		return h.consistent(ctx, res, namespace)
 	}
-	n, err := strconv.ParseUint(rv, 10, 64)
+	n, err := storage.APIObjectVersioner{}.ParseResourceVersion(rv)
 	if err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q: want the decimal resourceVersion of an object or list", rv))
+		// The API server's own words for a list (it answers a get or a
+		// watch 500, docs/api.md).
+		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
 	}
 	if cacheRV(res) >= n {
 		return nil
@@ -266,17 +265,34 @@ func (e *aheadError) status() *metav1.Status {
 	return st
 }
 
+// pastError: an exact resourceVersion older than this cache's history,
+// which the API server answers from etcd until etcd compacts it. The read
+// is forwarded; a caller informerd cannot forward for gets the API
+// server's 410 for a compacted one.
+type pastError struct{}
+
+func (e *pastError) Error() string { return "The resourceVersion for the provided list is too old." }
+
+func (e *pastError) status() *metav1.Status { return expired(e.Error()) }
+
+// forwardable is a read the cache cannot answer and the API server can:
+// aheadError, pastError.
+type forwardable interface {
+	error
+	status() *metav1.Status
+}
+
 // fail answers a read that cannot be answered from the cache: err's Status,
-// or, for a resourceVersion ahead of the cache, the API server's own answer
-// to the same request, with the caller's credentials.
+// or, for a forwardable one, the API server's own answer to the same
+// request, with the caller's credentials.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var ahead *aheadError
-	if !errors.As(err, &ahead) {
+	var fw forwardable
+	if !errors.As(err, &fw) {
 		writeStatus(w, asStatus(err))
 		return
 	}
 	if r.Header.Get("Authorization") == "" {
-		writeStatus(w, ahead.status())
+		writeStatus(w, fw.status())
 		return
 	}
 	for k, v := range factsOf(r).impersonation {

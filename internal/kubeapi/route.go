@@ -80,7 +80,9 @@ func (h *Handler) withRoute(self, fwd http.Handler) http.Handler {
 			// the API server can tell in this auth mode: it answers.
 		case !info.IsResourceRequest && h.discovery.serves(r):
 			f.kind = kindDiscovery
-		case info.IsResourceRequest:
+		case info.IsResourceRequest && r.Method == http.MethodGet:
+			// RequestInfo reads HEAD as get; the API server routes no
+			// HEAD for resources (405), so it answers that.
 			if f.res, f.namespace = h.lookup(info); f.res != nil {
 				f.kind = kindCached
 			}

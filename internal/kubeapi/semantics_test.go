@@ -2,6 +2,7 @@ package kubeapi_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -345,6 +346,51 @@ func TestConsistentReadOfAQuietResource(t *testing.T) {
 		if rvLess(l.ResourceVersion, s.ResourceVersion) {
 			t.Errorf("consistent list at %s, before the write at %s that preceded it", l.ResourceVersion, s.ResourceVersion)
 		}
+	}
+}
+
+// The API server indents JSON for pretty=true and for a Status it cannot
+// encode as the Accept header asks (a Table only); informerd the same
+// bytes: json.Indent of the compact answer.
+func TestPresentation(t *testing.T) {
+	ns := namespace("kapi-pretty")
+	f := setupWith(t, ns, scopeConfig)
+	ctx := testContext(t)
+	if _, err := f.direct.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Data: map[string]string{"k": "<v>"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := "/api/v1/namespaces/" + ns + "/configmaps"
+	indented := func(b []byte) []byte {
+		var out bytes.Buffer
+		if err := json.Indent(&out, b, "", "  "); err != nil {
+			t.Fatalf("not JSON: %v: %s", err, b)
+		}
+		return out.Bytes()
+	}
+	for _, path := range []string{p + "?resourceVersion=0", p + "/a"} {
+		plain := raw(t, f.cachedConfig, path, "")
+		sep := "&"
+		if !strings.Contains(path, "?") {
+			sep = "?"
+		}
+		pretty := raw(t, f.cachedConfig, path+sep+"pretty=true", "")
+		if plain.code != http.StatusOK || pretty.code != http.StatusOK {
+			t.Fatalf("GET %s: %d, pretty %d", path, plain.code, pretty.code)
+		}
+		if bytes.Contains(plain.body, []byte("\n ")) {
+			t.Errorf("GET %s without pretty is indented: %s", path, plain.body)
+		}
+		if want := indented(plain.body); !bytes.Equal(pretty.body, want) {
+			t.Errorf("GET %s?pretty=true:\n%s\nwant\n%s", path, pretty.body, want)
+		}
+	}
+	const tableOnly = "application/json;as=Table;v=v1;g=meta.k8s.io"
+	missing := raw(t, f.cachedConfig, p+"/absent", tableOnly)
+	if missing.code != http.StatusNotFound || !bytes.Contains(missing.body, []byte("\n  \"kind\": \"Status\"")) {
+		t.Errorf("404 for a Table-only request: %d %s, want an indented Status", missing.code, missing.body)
+	}
+	if got := raw(t, f.cachedConfig, p+"/absent", ""); bytes.Contains(got.body, []byte("\n ")) {
+		t.Errorf("404 for a JSON request is indented: %s", got.body)
 	}
 }
 

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/buger/jsonparser"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/informerd/informerd/internal/object"
@@ -22,6 +24,8 @@ type tableOptions struct {
 	// include is the includeObject parameter: None, Metadata (default) or
 	// Object.
 	include metav1.IncludeObjectPolicy
+	// err is the API server's 400 for an includeObject it does not know.
+	err error
 }
 
 // tableRequested reports whether r asks for a Table, as kubectl get does.
@@ -43,9 +47,12 @@ func tableRequested(r *http.Request) (tableOptions, bool) {
 		}
 		if as == "Table" && g == metav1.GroupName {
 			t := tableOptions{include: metav1.IncludeMetadata}
-			switch p := metav1.IncludeObjectPolicy(r.URL.Query().Get("includeObject")); p {
-			case metav1.IncludeNone, metav1.IncludeObject:
-				t.include = p
+			o := &metav1.TableOptions{IncludeObject: metav1.IncludeObjectPolicy(r.URL.Query().Get("includeObject"))}
+			if errs := metav1validation.ValidateTableOptions(o); len(errs) > 0 {
+				t.err = apierrors.NewBadRequest("Unable to convert to Table as requested: " + errs[0].Error())
+			}
+			if o.IncludeObject != "" {
+				t.include = o.IncludeObject
 			}
 			return t, true
 		}
@@ -71,6 +78,10 @@ func oneObject(o *object.Object) []*object.Object { return []*object.Object{o} }
 // writeTable writes objs as a Table with the list's metadata lm (for a get,
 // the object's resourceVersion, as the API server's table convertor sets).
 func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, t tableOptions, res pipeline.Served, objs []*object.Object, lm metav1.ListMeta) {
+	if t.err != nil {
+		writeStatus(w, asStatus(t.err))
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(h.tableJSON(h.columns.get(r.Context(), res.Resolved().GVR), t, objs, lm, true))
 }

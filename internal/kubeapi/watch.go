@@ -50,6 +50,11 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, f *facts) {
 		writeStatus(w, asStatus(err))
 		return
 	}
+	table, asTable := tableRequested(r)
+	if table.err != nil {
+		writeStatus(w, asStatus(table.err))
+		return
+	}
 	if n := h.watches.Add(1); n > int64(h.opts.MaxWatches) {
 		h.watches.Add(-1)
 		writeStatus(w, tooMany(fmt.Sprintf("too many watches: informerd's limit of %d open watches is reached; retry later or use another replica", h.opts.MaxWatches)))
@@ -77,7 +82,6 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, f *facts) {
 		wopts.ResourceVersion = opts.ResourceVersion
 	}
 	watcher, items, at, err := res.Hub().Watch(wopts)
-	table, asTable := tableRequested(r)
 	ew := &eventWriter{h: h, res: res, rc: http.NewResponseController(w), table: table, asTable: asTable}
 	if asTable {
 		ew.cols = h.columns.get(r.Context(), res.Resolved().GVR)
