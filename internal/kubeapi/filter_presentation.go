@@ -82,9 +82,9 @@ func (w *indentWriter) WriteHeader(code int) {
 		return
 	}
 	w.code = code
-	json := w.Header().Get("Content-Type") == "application/json"
+	isJSON := w.Header().Get("Content-Type") == "application/json"
 	failed := code >= http.StatusBadRequest
-	w.indent = json && ((failed && (w.pretty || !w.plain)) || (!failed && w.pretty && !w.watch))
+	w.indent = isJSON && ((failed && (w.pretty || !w.plain)) || (!failed && w.pretty && !w.watch))
 	if !w.indent {
 		w.ResponseWriter.WriteHeader(code)
 	}
