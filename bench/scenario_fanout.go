@@ -113,6 +113,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 		Plot:    "events/serving-CPU-s",
 		Columns: []string{"writes/s", "ingest CPU-µs per write", "delivered/s", "server CPU-s per 1k delivered", "events/CPU-s", "serving CPU-s per 1k delivered", "events/serving-CPU-s", "profiled serving %", "events/profiled-serving-CPU-s", "GC %", "serving allocs %", "events/profiled-serving-CPU-s with GC", "kube-apiserver CPU-s per 1k delivered", "p50 ms", "p99 ms"},
 	}
+	s.Columns = append(s.Columns, consistentColumns...)
 	s.Columns = append(s.Columns, projectionColumns...)
 	t := newTable()
 	phases := []phase{{"100/s", 100}, {"max", 0}}
@@ -358,19 +359,44 @@ var (
 // serving CPU is informerd's minus its cost of ingesting the writes with no
 // watcher (ingest, per write). It returns each phase's achieved writes/s
 // and kube-apiserver's CPU per write meanwhile.
+// labelsOf labels a row of layer's watchers in phase ph.
+func labelsOf(layer servingLayer, n int, ph phase) []Label {
+	return []Label{{"variant", layer.variant}, {"watchers", strconv.Itoa(n)}, {"phase", ph.name}}
+}
+
 func (b *bench) informerdPhases(ctx context.Context, t *table, run, n int, w *watchers, layer servingLayer, phases []phase, ingest map[string]float64, rate func(phase) float64) (achieved, apiPerWrite map[string]float64, err error) {
 	achieved, apiPerWrite = map[string]float64{}, map[string]float64{}
 	for _, ph := range phases {
 		d := b.phaseDuration(n, ph)
 		w.take()
 		profiles := b.profilePhase(n, ph, d, layer.profile, pprofHTTP(b.informerd.metricsURL), layer.serving)
+		// Beside the Kubernetes API's watches, consistent reads: how many
+		// the cache answers, and how many it refuses with 429, while the
+		// writes go on.
+		var stopReads func() consistentReads
+		var before map[string]float64
+		if layer.variant == overKubeAPI.variant {
+			if before, err = consistentCounts(ctx, b.informerd.metricsURL); err != nil {
+				return nil, nil, err
+			}
+			stopReads = consistentReader(ctx, b.informerd.kubeAPI.Host, b.ns, b.nodes, consistentRate)
+		}
 		m := meterCPU(b.informerd.pid, b.cluster.apiPID)
 		acks, err := churn(ctx, b.cluster, b.ns, b.pods, b.nodes, rate(ph), d)
+		var reads consistentReads
+		if stopReads != nil {
+			reads = stopReads()
+		}
 		if err != nil {
 			return nil, nil, err
 		}
 		quiesce(w)
 		cpu, _ := m.stop()
+		if stopReads != nil {
+			if err := addConsistent(ctx, t, b.informerd.metricsURL, before, reads, labelsOf(layer, n, ph), d); err != nil {
+				return nil, nil, err
+			}
+		}
 		prof := profiles()
 		got := w.take()
 		if err := checkReceipts(layer.variant, w, got, acks); err != nil {
@@ -380,7 +406,7 @@ func (b *bench) informerdPhases(ctx context.Context, t *table, run, n int, w *wa
 		p50, p99 := delays(got, acks)
 		achieved[ph.name] = float64(len(acks)) / d.Seconds()
 		apiPerWrite[ph.name] = cpu[1] / float64(max(1, len(acks)))
-		labels := []Label{{"variant", layer.variant}, {"watchers", strconv.Itoa(n)}, {"phase", ph.name}}
+		labels := labelsOf(layer, n, ph)
 		t.add(labels, "writes/s", achieved[ph.name])
 		t.add(labels, "delivered/s", delivered/d.Seconds())
 		t.add(labels, "server CPU-s per 1k delivered", 1000*cpu[0]/max(1, delivered))

@@ -132,6 +132,10 @@ type Options struct {
 	// ContinueLifetime is how long a Kubernetes API list's continue
 	// tokens are valid (--continue-lifetime).
 	ContinueLifetime time.Duration
+	// KubeAPICompression gzips large Kubernetes API answers and WatchList
+	// streams for clients that accept gzip, as the API server does
+	// (--kube-api-compression).
+	KubeAPICompression bool
 
 	// Config, when set, is used instead of loading ConfigPath.
 	Config *config.Config
@@ -189,6 +193,7 @@ func NewOptions() Options {
 		KeepaliveTimeout:        server.DefaultKeepaliveTimeout,
 		ConsistentReadTimeout:   kubeapi.DefaultConsistentWait,
 		ContinueLifetime:        kubeapi.DefaultContinueLifetime,
+		KubeAPICompression:      true,
 	}
 }
 
@@ -269,6 +274,7 @@ func (o *Options) addLimitFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.MaxRequestBytes, "max-request-bytes", o.MaxRequestBytes, "largest request message accepted")
 	fs.IntVar(&o.MaxPageSize, "max-page-size", o.MaxPageSize, "most objects in one List page (a larger limit is clamped)")
 	fs.DurationVar(&o.ContinueLifetime, "continue-lifetime", o.ContinueLifetime, "Kubernetes API: how long a list's continue token is valid; an older one is 410 Expired with an inconsistent continue token, as the API server's after etcd compaction (set it to the API server's --etcd-compaction-interval)")
+	fs.BoolVar(&o.KubeAPICompression, "kube-api-compression", o.KubeAPICompression, "Kubernetes API: gzip a get or list answer over 128 KiB, and a WatchList stream, for a client that sends Accept-Encoding: gzip, as the API server does; turn it off for sidecars on loopback, where it only costs CPU")
 	fs.DurationVar(&o.ConsistentReadTimeout, "consistent-read-timeout", o.ConsistentReadTimeout, "Kubernetes API: how long a read waits for the cache to reach the API server's resourceVersion (a consistent read, or a resourceVersion ahead of the cache) before it is refused with 429 (consistent) or forwarded (ahead)")
 	fs.DurationVar(&o.KeepaliveTime, "keepalive-time", o.KeepaliveTime, "ping a client connection idle this long, to find clients that vanished without closing")
 	fs.DurationVar(&o.KeepaliveTimeout, "keepalive-timeout", o.KeepaliveTimeout, "close a connection whose ping is not answered within this, ending its streams")

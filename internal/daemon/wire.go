@@ -79,17 +79,18 @@ func (d *Daemon) wire(o Options, cfg *config.Config, restConfig *rest.Config, cr
 		return nil
 	}
 	kopts := kubeapi.Options{
-		Caches:           d.caches,
-		Upstream:         restConfig,
-		Authenticator:    sopts.Authenticator,
-		Authorizer:       sopts.Authorizer,
-		Limits:           sopts.Limits,
-		MaxWatches:       sopts.MaxWatches,
-		MaxPageSize:      sopts.MaxPageSize,
-		ConsistentWait:   o.ConsistentReadTimeout,
-		ContinueLifetime: o.ContinueLifetime,
-		Observer:         metrics.NewKubeAPI(d.reg),
-		Log:              d.log.With("listener", "kube-api"),
+		Caches:             d.caches,
+		Upstream:           restConfig,
+		Authenticator:      sopts.Authenticator,
+		Authorizer:         sopts.Authorizer,
+		Limits:             sopts.Limits,
+		MaxWatches:         sopts.MaxWatches,
+		MaxPageSize:        sopts.MaxPageSize,
+		ConsistentWait:     o.ConsistentReadTimeout,
+		ContinueLifetime:   o.ContinueLifetime,
+		DisableCompression: !o.KubeAPICompression,
+		Observer:           metrics.NewKubeAPI(d.reg),
+		Log:                d.log.With("listener", "kube-api"),
 	}
 	if k, ok := sopts.Authorizer.(*auth.Kubernetes); ok {
 		kopts.Impersonation = k.Reviewer()

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,6 +26,8 @@ import (
 type answer struct {
 	Code        int
 	ContentType string
+	// ContentEncoding is gzip when the body came compressed.
+	ContentEncoding string `json:",omitempty"`
 	// Indented: the body is pretty-printed.
 	Indented bool `json:",omitempty"`
 	// NotJSON: the body is neither JSON nor YAML (protobuf, text).
@@ -76,9 +79,8 @@ type itemFacts struct {
 	Keys, MetaKeys                   []string
 }
 
-// tableFacts is a Table: whether it defines columns (their names and each
-// row's cell count only when the case compares columns: informerd's
-// differ on purpose), and its rows' objects.
+// tableFacts is a Table: whether it defines columns, their names, and
+// its rows' cells and objects.
 type tableFacts struct {
 	ColumnDefinitions bool
 	Columns           []string `json:",omitempty"`
@@ -86,7 +88,8 @@ type tableFacts struct {
 }
 
 type rowFacts struct {
-	Cells                            int `json:",omitempty"`
+	// Cells are the row's cells as text, an Age cell masked.
+	Cells                            []string `json:",omitempty"`
 	Namespace, Name, ResourceVersion string
 	ObjectKind                       string   `json:",omitempty"`
 	ObjectKeys                       []string `json:",omitempty"`
@@ -117,10 +120,10 @@ func maskNumbers(s string) string { return longNumber.ReplaceAllString(s, "N") }
 
 // readAnswer reads a whole response that is not a watch stream, and
 // returns it with the continue token of a list.
-func readAnswer(resp *http.Response, columns bool) (answer, string, error) {
+func readAnswer(resp *http.Response) (answer, string, error) {
 	defer resp.Body.Close()
-	a := answer{Code: resp.StatusCode, ContentType: resp.Header.Get("Content-Type")}
-	body, err := io.ReadAll(resp.Body)
+	a := answer{Code: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), ContentEncoding: resp.Header.Get("Content-Encoding")}
+	body, err := io.ReadAll(decoded(resp))
 	if err != nil {
 		return a, "", fmt.Errorf("read the body: %w", err)
 	}
@@ -134,8 +137,35 @@ func readAnswer(resp *http.Response, columns bool) (answer, string, error) {
 		a.Status = statusOf(m)
 		return a, "", nil
 	}
-	a.Body = bodyOf(m, columns)
+	a.Body = bodyOf(m)
 	return a, str(metaOf(m)["continue"]), nil
+}
+
+// decoded is resp's body, decompressed when it came gzipped (the client
+// asked for gzip itself, so its transport leaves it compressed). The
+// gzip stream is opened at the first read: a watch's first bytes may be
+// a while coming.
+func decoded(resp *http.Response) io.Reader {
+	if resp.Header.Get("Content-Encoding") != "gzip" {
+		return resp.Body
+	}
+	return &gunzip{r: resp.Body}
+}
+
+type gunzip struct {
+	r   io.Reader
+	z   *gzip.Reader
+	err error
+}
+
+func (g *gunzip) Read(p []byte) (int, error) {
+	if g.z == nil && g.err == nil {
+		g.z, g.err = gzip.NewReader(g.r)
+	}
+	if g.err != nil {
+		return 0, g.err
+	}
+	return g.z.Read(p)
 }
 
 // decodeBody decodes a JSON or YAML body into a map.
@@ -204,13 +234,13 @@ func statusOf(m map[string]any) *statusFacts {
 	return f
 }
 
-func bodyOf(m map[string]any, columns bool) *bodyFacts {
+func bodyOf(m map[string]any) *bodyFacts {
 	md := metaOf(m)
 	f := &bodyFacts{Kind: str(m["kind"]), APIVersion: str(m["apiVersion"]), Keys: keysOf(m), MetaKeys: keysOf(md)}
 	items, isList := m["items"].([]any)
 	switch {
 	case f.Kind == "Table":
-		f.Table = tableOf(m, columns)
+		f.Table = tableOf(m)
 	case isList || strings.HasSuffix(f.Kind, "List"):
 		for _, it := range items {
 			o, _ := it.(map[string]any)
@@ -230,14 +260,14 @@ func bodyOf(m map[string]any, columns bool) *bodyFacts {
 	return f
 }
 
-func tableOf(m map[string]any, columns bool) *tableFacts {
+func tableOf(m map[string]any) *tableFacts {
 	defs, _ := m["columnDefinitions"].([]any)
 	f := &tableFacts{ColumnDefinitions: len(defs) > 0, Rows: []rowFacts{}}
-	if columns {
-		for _, d := range defs {
-			dm, _ := d.(map[string]any)
-			f.Columns = append(f.Columns, str(dm["name"]))
-		}
+	var names []string
+	for _, d := range defs {
+		dm, _ := d.(map[string]any)
+		f.Columns = append(f.Columns, str(dm["name"]))
+		names = append(names, str(dm["name"]))
 	}
 	rows, _ := m["rows"].([]any)
 	for _, r := range rows {
@@ -248,9 +278,12 @@ func tableOf(m map[string]any, columns bool) *tableFacts {
 			Namespace: str(omd["namespace"]), Name: str(omd["name"]), ResourceVersion: str(omd["resourceVersion"]),
 			ObjectKind: str(o["kind"]), ObjectKeys: keysOf(o),
 		}
-		if columns {
-			cells, _ := rm["cells"].([]any)
-			row.Cells = len(cells)
+		cells, _ := rm["cells"].([]any)
+		for i, c := range cells {
+			if i < len(names) && names[i] == "Age" {
+				c = "age" // each server's clock and moment
+			}
+			row.Cells = append(row.Cells, fmt.Sprint(c))
 		}
 		f.Rows = append(f.Rows, row)
 	}
@@ -259,7 +292,7 @@ func tableOf(m map[string]any, columns bool) *tableFacts {
 
 // eventOf normalizes one watch event; keep is false for a bookmark that
 // does not end the initial events.
-func eventOf(raw json.RawMessage, columns bool) (ev eventFacts, keep bool) {
+func eventOf(raw json.RawMessage) (ev eventFacts, keep bool) {
 	var e struct {
 		Type   string
 		Object map[string]any
@@ -283,7 +316,7 @@ func eventOf(raw json.RawMessage, columns bool) (ev eventFacts, keep bool) {
 		ev.InitialEventsEnd, ev.ResourceVersion = true, str(md["resourceVersion"])
 		return ev, true
 	case str(e.Object["kind"]) == "Table":
-		ev.Table = tableOf(e.Object, columns)
+		ev.Table = tableOf(e.Object)
 		if len(ev.Table.Rows) > 0 {
 			r := ev.Table.Rows[0]
 			ev.Namespace, ev.Name, ev.ResourceVersion = r.Namespace, r.Name, r.ResourceVersion
@@ -297,7 +330,7 @@ func eventOf(raw json.RawMessage, columns bool) (ev eventFacts, keep bool) {
 
 // streamEvents decodes a watch stream's events into the returned channel,
 // which is closed when the stream ends or ctx does.
-func streamEvents(ctx context.Context, body io.Reader, columns bool) <-chan eventFacts {
+func streamEvents(ctx context.Context, body io.Reader) <-chan eventFacts {
 	out := make(chan eventFacts, 1000)
 	go func() {
 		defer close(out)
@@ -308,7 +341,7 @@ func streamEvents(ctx context.Context, body io.Reader, columns bool) <-chan even
 			if err := d.Decode(&raw); err != nil {
 				return
 			}
-			ev, keep := eventOf(raw, columns)
+			ev, keep := eventOf(raw)
 			if !keep {
 				continue
 			}

@@ -14,11 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/informerd/informerd/internal/printers"
 )
 
-// printerColumns are a CRD's additionalPrinterColumns for one version, read
-// from the API server with informerd's credentials and kept for a TTL;
-// built-in resources have none (kubectl shows NAME and AGE for them).
+// printerColumns are a resource's Table columns: for a built-in resource
+// kube-apiserver's printer (internal/printers, ported from its v1.37.2
+// printers), for a custom resource its CRD's additionalPrinterColumns for
+// one version, read from the API server with informerd's credentials and
+// kept for a TTL.
 type printerColumns struct {
 	api *apiServer
 	ttl time.Duration
@@ -27,8 +31,10 @@ type printerColumns struct {
 	byGV map[schema.GroupVersionResource]*columns
 }
 
-// columns is one resource's printer columns, with their parsed JSONPaths.
+// columns is one resource's printer columns: a built-in printer, or a
+// CRD's columns with their parsed JSONPaths.
 type columns struct {
+	printer *printers.Printer
 	fetched time.Time
 	defs    []apiextensionsv1.CustomResourceColumnDefinition
 	paths   []*jsonpath.JSONPath
@@ -38,11 +44,16 @@ func newPrinterColumns(api *apiServer, ttl time.Duration) *printerColumns {
 	return &printerColumns{api: api, ttl: ttl, byGV: map[schema.GroupVersionResource]*columns{}}
 }
 
-// get returns gvr's columns; none for a built-in resource, or when the CRD
-// cannot be read (the table then has NAME and AGE only).
+// get returns gvr's columns: a built-in resource's printer (the API
+// server's default printer, Name and Created At, for a built-in resource
+// without one of its own); a CRD's columns, none when the CRD cannot be
+// read (the table then has NAME and AGE only).
 func (p *printerColumns) get(ctx context.Context, gvr schema.GroupVersionResource) *columns {
-	if gvr.Group == "" || !strings.Contains(gvr.Group, ".") {
-		return &columns{} // core and built-in groups ("apps", "batch") have no CRD
+	if pr, ok := printers.For(gvr.GroupResource()); ok {
+		return &columns{printer: pr}
+	}
+	if gvr.Group == "" || !strings.Contains(gvr.Group, ".") || strings.HasSuffix(gvr.Group, ".k8s.io") {
+		return &columns{printer: printers.Default} // built-in groups have no CRD
 	}
 	p.mu.Lock()
 	c, ok := p.byGV[gvr]
@@ -89,6 +100,9 @@ func (p *printerColumns) fetch(ctx context.Context, gvr schema.GroupVersionResou
 // definitions are the table's columns: Name, then the CRD's, or Age when
 // it has none (as kube-apiserver prints a CRD without columns).
 func (c *columns) definitions() []metav1.TableColumnDefinition {
+	if c.printer != nil {
+		return c.printer.Columns()
+	}
 	if len(c.defs) == 0 {
 		return tableColumns
 	}

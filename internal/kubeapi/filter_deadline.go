@@ -1,9 +1,11 @@
 package kubeapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	genericfilters "k8s.io/apiserver/pkg/endpoints/filters"
 )
 
@@ -18,4 +20,16 @@ const requestTimeout = 60 * time.Second
 // server puts it: before authentication. A watch is exempt.
 func (h *Handler) withRequestDeadline(next http.Handler) http.Handler {
 	return genericfilters.WithRequestDeadline(next, h.opts.AuditSink, h.opts.AuditPolicy, longRunning, codecs, requestTimeout)
+}
+
+// timedOut answers a request whose deadline (its timeout parameter, or
+// requestTimeout) passed while it waited, as the API server's timeout
+// filter (WithTimeoutForNonLongRunningRequests) does: 504 with the Status
+// JSON-encoded without its kind, in a body whose type is sniffed (the
+// filter sets none). That filter is not imported: its package needs etcd's
+// client.
+func timedOut(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusGatewayTimeout)
+	_ = json.NewEncoder(w).Encode(&apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0).ErrStatus)
 }

@@ -116,6 +116,10 @@ type Options struct {
 	// an inconsistent continue token, as the API server's once etcd has
 	// compacted the first page's resourceVersion.
 	ContinueLifetime time.Duration
+	// DisableCompression sends every answer uncompressed; otherwise large
+	// answers and WatchList streams are gzipped for clients that accept
+	// it, as the API server's (withCompression).
+	DisableCompression bool
 	// DiscoveryTTL is how long a CRD's printer columns are reused.
 	DiscoveryTTL time.Duration
 	Observer     Observer
@@ -133,6 +137,7 @@ type Handler struct {
 	columns   *printerColumns
 	upstream  *upstreamRV
 	prober    *prober
+	forms     *forms
 	watches   atomic.Int64
 
 	// stopping is closed by Stop: every watch ends.
@@ -194,6 +199,7 @@ func New(o Options) (*Handler, error) {
 		discovery: newDiscovery(api),
 		columns:   newPrinterColumns(api, o.DiscoveryTTL),
 		upstream:  newUpstreamRV(api),
+		forms:     newForms(DefaultMaxFormBytes),
 		stopping:  make(chan struct{}),
 	}
 	h.prober = newProber(o.Log, api, h.upstream)
@@ -223,6 +229,7 @@ func (h *Handler) buildChain() http.Handler {
 	self = h.withRequestDeadline(self)
 	self = withAuditInit(self)
 	self = withPresentation(self)
+	self = h.withCompression(self)
 	return withCanonicalPath(h.withRoute(self, h.forward))
 }
 
@@ -237,20 +244,24 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	res := f.res
 	rec := w // withRoute's recorder, which counts the answer
 	caller, _ := request.UserFrom(r.Context())
-	switch negotiate(r) {
-	case mediaNone:
-		writeStatus(rec, notAcceptable())
-		return
-	case mediaYAML:
-		if f.info.Verb == "watch" {
-			// YAML has no stream framing: the API server's 406 too.
-			writeStatus(rec, notAcceptable())
-			return
-		}
+	out, err := negotiateOutput(r, kindOf(res), builtin(res.Resolved()), f.info.Verb)
+	if out != nil && out.media == mediaYAML && (err != nil || f.info.Verb != "watch") {
+		// A get's or list's answer, or an error negotiated as YAML (a
+		// YAML watch's 406), converted from the JSON.
 		y := &yamlWriter{ResponseWriter: rec}
 		defer y.finish()
 		rec = y
 	}
+	if out != nil && out.media == mediaProtobuf {
+		pe := &protobufErrors{ResponseWriter: rec}
+		defer pe.finish()
+		rec = pe
+	}
+	if err != nil {
+		writeStatus(rec, asStatus(err))
+		return
+	}
+	f.out = out
 	if !ready(rec, res) {
 		return
 	}
@@ -359,32 +370,3 @@ func (r *recorder) WriteHeader(code int) {
 // Unwrap lets http.ResponseController reach the connection (Flush,
 // deadlines).
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
-// Media types informerd answers cached reads in: JSON, and YAML for a get
-// or list (converted from the JSON), as the API server does; not protobuf
-// or CBOR.
-const (
-	mediaNone = iota
-	mediaJSON
-	mediaYAML
-)
-
-// negotiate returns the media type of r's answer: the first type its
-// Accept header lists that informerd writes (JSON when it has none), or
-// mediaNone.
-func negotiate(r *http.Request) int {
-	accept := r.Header.Get("Accept")
-	if accept == "" {
-		return mediaJSON
-	}
-	for _, part := range strings.Split(accept, ",") {
-		mt := strings.TrimSpace(strings.SplitN(part, ";", 2)[0])
-		switch mt {
-		case "application/json", "application/*", "*/*", "application/json-seq":
-			return mediaJSON
-		case "application/yaml":
-			return mediaYAML
-		}
-	}
-	return mediaNone
-}

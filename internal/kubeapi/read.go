@@ -53,12 +53,16 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, f *facts) {
 		writeStatus(w, notFound(res.Resolved().GVR, name))
 		return
 	}
-	if t, ok := tableRequested(r); ok {
-		h.writeTable(w, r, t, res, []*object.Object{o}, metav1.ListMeta{ResourceVersion: o.ResourceVersion})
+	if f.out.as == asTable {
+		h.writeTable(w, r, f.out.table, res, []*object.Object{o}, metav1.ListMeta{ResourceVersion: o.ResourceVersion})
+		return
+	}
+	if f.out.media == mediaProtobuf {
+		h.writeProtoObject(w, f.out, res, o)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(o.JSON)
+	_, _ = w.Write(h.objectJSON(f.out, o))
 }
 
 func decodeToken(s string) (indexer.Continue, error) {
@@ -144,11 +148,15 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, f *facts) {
 			meta.RemainingItemCount = &n
 		}
 	}
-	if t, ok := tableRequested(r); ok {
-		h.writeTable(w, r, t, res, objs, meta)
+	if f.out.as == asTable {
+		h.writeTable(w, r, f.out.table, res, objs, meta)
 		return
 	}
-	writeList(w, res, objs, meta)
+	if f.out.media == mediaProtobuf {
+		h.writeProtoList(w, f.out, res, objs, meta)
+		return
+	}
+	h.writeList(w, f.out, res, objs, meta)
 }
 
 // snapshot returns the view a list reads, by the API server's
@@ -286,6 +294,10 @@ type forwardable interface {
 // or, for a forwardable one, the API server's own answer to the same
 // request, with the caller's credentials.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() != nil {
+		timedOut(w)
+		return
+	}
 	var fw forwardable
 	if !errors.As(err, &fw) {
 		writeStatus(w, asStatus(err))
@@ -326,26 +338,48 @@ func inconsistentContinue(lastKey string) error {
 // writeList writes objs in a List envelope, each object's cached JSON as it
 // is (for a built-in type without its kind and apiVersion, as the API
 // server encodes a typed list's items): nothing is decoded or encoded per
-// object.
-func writeList(w http.ResponseWriter, res pipeline.Served, objs []*object.Object, lm metav1.ListMeta) {
+// object. A PartialObjectMetadataList's items are each object's
+// PartialObjectMetadata, with their kind and apiVersion.
+func (h *Handler) writeList(w http.ResponseWriter, out *output, res pipeline.Served, objs []*object.Object, lm metav1.ListMeta) {
 	gvr := res.Resolved().GVR
+	kind, apiVersion := res.Resolved().Kind+"List", gvr.GroupVersion().String()
 	typed := builtin(res.Resolved())
+	if out.as == asMetadataList {
+		kind, apiVersion, typed = "PartialObjectMetadataList", out.metaGV.String(), false
+	}
 	meta, _ := json.Marshal(lm)
 	w.Header().Set("Content-Type", "application/json")
 	b := bufio.NewWriterSize(w, 64<<10)
-	fmt.Fprintf(b, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, res.Resolved().Kind+"List", gvr.GroupVersion().String(), meta)
+	fmt.Fprintf(b, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, kind, apiVersion, meta)
 	for i, o := range objs {
 		if i > 0 {
 			_ = b.WriteByte(',')
 		}
+		data := h.objectJSON(out, o)
 		if typed {
-			writeWithoutTypeMeta(b, o.JSON)
+			writeWithoutTypeMeta(b, data)
 			continue
 		}
-		_, _ = b.Write(o.JSON)
+		_, _ = b.Write(data)
 	}
 	_, _ = b.WriteString("]}\n")
 	_ = b.Flush()
+}
+
+// objectJSON returns o as out asks for it: its cached JSON, or
+// PartialObjectMetadata cut from it, either without managedFields when
+// asked (KEP-5958). Each form of an object version is encoded once while
+// it is recent (forms).
+func (h *Handler) objectJSON(out *output, o *object.Object) []byte {
+	f := out.form()
+	if f == 0 {
+		return o.JSON
+	}
+	b, err := h.forms.get(o, f, func(o *object.Object) ([]byte, error) { return encodeForm(o.JSON, f) })
+	if err != nil {
+		return o.JSON // the cache holds only objects with metadata
+	}
+	return b
 }
 
 // asStatus maps an error to the API server's Status.
@@ -353,6 +387,11 @@ func asStatus(err error) *metav1.Status {
 	var se *apierrors.StatusError
 	if errors.As(err, &se) {
 		return statusOf(se)
+	}
+	var st apierrors.APIStatus // negotiation's errors
+	if errors.As(err, &st) {
+		s := st.Status()
+		return &s
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return timeout(err.Error())

@@ -45,6 +45,8 @@ type facts struct {
 	// the impersonation filter removes, for when the read is forwarded
 	// after all (a resourceVersion ahead of the cache).
 	impersonation http.Header
+	// out is what a cached read answers in, negotiated by serve.
+	out *output
 }
 
 type factsKey struct{}

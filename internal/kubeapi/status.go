@@ -71,12 +71,15 @@ func tooMany(msg string) *metav1.Status {
 	return statusOf(apierrors.NewTooManyRequests(msg, 1))
 }
 
-func notAcceptable() *metav1.Status {
-	return &metav1.Status{
+// notAcceptable is the API server's 406 for a conversion the read cannot
+// have (handlers' errNotAcceptable).
+func notAcceptable(msg string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
 		Code:    http.StatusNotAcceptable,
 		Reason:  metav1.StatusReasonNotAcceptable,
-		Message: "informerd answers reads of cached resources in JSON only: accept application/json (client-go: leave rest.Config.ContentType unset, or list application/json in AcceptContentTypes)",
-	}
+		Message: msg,
+	}}
 }
 
 // authStatus maps an auth failure to the API server's 401, 403 or 503.

@@ -1,11 +1,8 @@
 package kubeapi
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/buger/jsonparser"
@@ -16,6 +13,7 @@ import (
 
 	"github.com/informerd/informerd/internal/object"
 	"github.com/informerd/informerd/internal/pipeline"
+	"github.com/informerd/informerd/internal/printers"
 )
 
 // tableOptions is a request for server-side printing (kubectl get's
@@ -28,46 +26,24 @@ type tableOptions struct {
 	err error
 }
 
-// tableRequested reports whether r asks for a Table, as kubectl get does.
-func tableRequested(r *http.Request) (tableOptions, bool) {
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		params := strings.Split(part, ";")
-		if strings.TrimSpace(params[0]) != "application/json" {
-			continue
-		}
-		var as, g string
-		for _, p := range params[1:] {
-			k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
-			switch k {
-			case "as":
-				as = v
-			case "g":
-				g = v
-			}
-		}
-		if as == "Table" && g == metav1.GroupName {
-			t := tableOptions{include: metav1.IncludeMetadata}
-			o := &metav1.TableOptions{IncludeObject: metav1.IncludeObjectPolicy(r.URL.Query().Get("includeObject"))}
-			if errs := metav1validation.ValidateTableOptions(o); len(errs) > 0 {
-				t.err = apierrors.NewBadRequest("Unable to convert to Table as requested: " + errs[0].Error())
-			}
-			if o.IncludeObject != "" {
-				t.include = o.IncludeObject
-			}
-			return t, true
-		}
-		if as == "" {
-			return tableOptions{}, false // plain JSON is preferred
-		}
+// tableOptionsOf reads a Table request's options (the includeObject
+// parameter) as the API server's optionsForTransform does.
+func tableOptionsOf(r *http.Request) tableOptions {
+	t := tableOptions{include: metav1.IncludeMetadata}
+	o := &metav1.TableOptions{IncludeObject: metav1.IncludeObjectPolicy(r.URL.Query().Get("includeObject"))}
+	if errs := metav1validation.ValidateTableOptions(o); len(errs) > 0 {
+		t.err = apierrors.NewBadRequest("Unable to convert to Table as requested: " + errs[0].Error())
 	}
-	return tableOptions{}, false
+	if o.IncludeObject != "" {
+		t.include = o.IncludeObject
+	}
+	return t
 }
 
-// Table columns: what kube-apiserver prints for a resource without
+// Table columns: what kube-apiserver prints for a custom resource without
 // printer columns of its own (a CRD without additionalPrinterColumns; a
-// CRD's own columns follow Name). Built-in types get these two too, not the
-// API server's type-specific columns (kubectl get pods shows NAME and AGE,
-// not READY or STATUS).
+// CRD's own columns follow Name). Built-in types get the API server's
+// printers (internal/printers).
 var tableColumns = []metav1.TableColumnDefinition{
 	{Name: "Name", Type: "string", Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]},
 	{Name: "Age", Type: "string", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]},
@@ -91,6 +67,50 @@ func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, t tableOpti
 // headers, with no columnDefinitions (a watch's events after its first).
 func (h *Handler) tableJSON(cols *columns, t tableOptions, objs []*object.Object, lm metav1.ListMeta, headers bool) []byte {
 	now := time.Now()
+	rows := h.tableRows(cols, objs, now)
+	for i := range rows {
+		data := rows[i].Object.Raw
+		rows[i].Object.Raw = nil
+		switch t.include {
+		case metav1.IncludeObject:
+			rows[i].Object.Raw = data
+		case metav1.IncludeMetadata:
+			rows[i].Object.Raw, _ = partialObjectMetadata(data, "meta.k8s.io/v1")
+		}
+	}
+	table := metav1.Table{
+		TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},
+		ListMeta: lm,
+		Rows:     rows,
+	}
+	if headers {
+		table.ColumnDefinitions = cols.definitions()
+	}
+	b, err := json.Marshal(&table)
+	if err != nil {
+		return []byte(`{"kind":"Table","apiVersion":"meta.k8s.io/v1","columnDefinitions":[],"rows":[]}`)
+	}
+	return b
+}
+
+// tableRows prints objs' rows with cols, each row's Object the object's
+// cached JSON: a built-in printer's (which may order a list's rows, as
+// the API server's), else Name and the CRD's columns, or Name and Age.
+func (h *Handler) tableRows(cols *columns, objs []*object.Object, now time.Time) []metav1.TableRow {
+	if cols.printer != nil {
+		items := make([][]byte, len(objs))
+		for i, o := range objs {
+			items[i] = o.JSON
+		}
+		rows, err := cols.printer.List(items, now)
+		if err == nil {
+			return rows
+		}
+		h.opts.Log.Warn("the API server's printer cannot print an object; printing Name and Created At", "err", err)
+		if rows, err = printers.Default.List(items, now); err == nil {
+			return rows
+		}
+	}
 	rows := make([]metav1.TableRow, 0, len(objs))
 	for _, o := range objs {
 		row := metav1.TableRow{Cells: []any{o.Name}}
@@ -107,30 +127,8 @@ func (h *Handler) tableJSON(cols *columns, t tableOptions, objs []*object.Object
 			}
 			row.Cells = append(row.Cells, age)
 		}
-		switch t.include {
-		case metav1.IncludeObject:
-			row.Object.Raw = o.JSON
-		case metav1.IncludeMetadata:
-			meta, _, _, err := jsonparser.Get(o.JSON, "metadata")
-			if err == nil {
-				var b bytes.Buffer
-				fmt.Fprintf(&b, `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":%s}`, meta)
-				row.Object.Raw = b.Bytes()
-			}
-		}
+		row.Object.Raw = o.JSON
 		rows = append(rows, row)
 	}
-	table := metav1.Table{
-		TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},
-		ListMeta: lm,
-		Rows:     rows,
-	}
-	if headers {
-		table.ColumnDefinitions = cols.definitions()
-	}
-	b, err := json.Marshal(&table)
-	if err != nil {
-		return []byte(`{"kind":"Table","apiVersion":"meta.k8s.io/v1","columnDefinitions":[],"rows":[]}`)
-	}
-	return b
+	return rows
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/informerd/informerd/internal/fanout"
 	"github.com/informerd/informerd/internal/indexer"
+	"github.com/informerd/informerd/internal/kubeproto"
 	"github.com/informerd/informerd/internal/object"
 	"github.com/informerd/informerd/internal/pipeline"
 )
@@ -50,11 +51,6 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, f *facts) {
 		writeStatus(w, asStatus(err))
 		return
 	}
-	table, asTable := tableRequested(r)
-	if table.err != nil {
-		writeStatus(w, asStatus(table.err))
-		return
-	}
 	if n := h.watches.Add(1); n > int64(h.opts.MaxWatches) {
 		h.watches.Add(-1)
 		writeStatus(w, tooMany(fmt.Sprintf("too many watches: informerd's limit of %d open watches is reached; retry later or use another replica", h.opts.MaxWatches)))
@@ -82,11 +78,14 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, f *facts) {
 		wopts.ResourceVersion = opts.ResourceVersion
 	}
 	watcher, items, at, err := res.Hub().Watch(wopts)
-	ew := &eventWriter{h: h, res: res, rc: http.NewResponseController(w), table: table, asTable: asTable}
-	if asTable {
+	ew := &eventWriter{h: h, res: res, rc: http.NewResponseController(w), out: f.out}
+	if f.out.as == asTable {
 		ew.cols = h.columns.get(r.Context(), res.Resolved().GVR)
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if f.out.media == mediaProtobuf {
+		w.Header().Set("Content-Type", contentTypeProtobufWatch)
+	}
 	w.WriteHeader(http.StatusOK)
 	ew.b = bufio.NewWriterSize(w, 32<<10)
 	if err != nil {
@@ -153,13 +152,12 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, f *facts) {
 // eventWriter writes watch events, each on its own line, and flushes them
 // to the client.
 type eventWriter struct {
-	h       *Handler
-	res     pipeline.Served
-	b       *bufio.Writer
-	rc      *http.ResponseController
-	table   tableOptions
-	cols    *columns
-	asTable bool
+	h    *Handler
+	res  pipeline.Served
+	b    *bufio.Writer
+	rc   *http.ResponseController
+	out  *output
+	cols *columns
 	// headed: an event has been written, so a Table's columns have been
 	// sent.
 	headed bool
@@ -167,6 +165,9 @@ type eventWriter struct {
 }
 
 func (e *eventWriter) write(items []fanout.Item) bool {
+	if e.out.as == asNothing && len(items) > 0 {
+		e.failed = true
+	}
 	for _, it := range items {
 		if it.Type == watch.Bookmark {
 			if !e.bookmark(it.ResourceVersion, false) {
@@ -174,12 +175,18 @@ func (e *eventWriter) write(items []fanout.Item) bool {
 			}
 			continue
 		}
-		obj := it.Object.JSON
-		if e.asTable {
+		if e.out.media == mediaProtobuf {
+			e.frame(e.h.protoEvent(e.out, e.res, string(it.Type), it.Object, nil))
+			continue
+		}
+		var obj []byte
+		if e.out.as == asTable {
 			// The API server's watch encoder: the columns in the first
 			// event only, each event's metadata at its object's
 			// resourceVersion.
-			obj = e.h.tableJSON(e.cols, e.table, oneObject(it.Object), metav1.ListMeta{ResourceVersion: it.Object.ResourceVersion}, !e.headed)
+			obj = e.h.tableJSON(e.cols, e.out.table, oneObject(it.Object), metav1.ListMeta{ResourceVersion: it.Object.ResourceVersion}, !e.headed)
+		} else {
+			obj = e.h.objectJSON(e.out, it.Object)
 		}
 		e.headed = true
 		e.raw(string(it.Type), obj)
@@ -193,14 +200,24 @@ func (e *eventWriter) write(items []fanout.Item) bool {
 // as the API server converts it; the row carries the object's metadata
 // whatever includeObject asks when the annotation is set.
 func (e *eventWriter) bookmark(rv string, end bool) bool {
+	if e.out.as == asNothing {
+		e.failed = true
+	}
 	gvr := e.res.Resolved().GVR
 	meta := fmt.Sprintf(`{"resourceVersion":%q,"creationTimestamp":null}`, rv)
 	if end {
 		meta = fmt.Sprintf(`{"resourceVersion":%q,"creationTimestamp":null,"annotations":{%q:"true"}}`, rv, metav1.InitialEventsAnnotationKey)
 	}
 	obj := fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,"metadata":%s}`, e.res.Resolved().Kind, gvr.GroupVersion().String(), meta)
-	if e.asTable {
-		t := e.table
+	if e.out.media == mediaProtobuf {
+		e.frame(e.h.protoEvent(e.out, e.res, string(watch.Bookmark), nil, obj))
+		return !e.failed
+	}
+	switch e.out.as {
+	case asMetadata:
+		obj, _ = partialObjectMetadata(obj, e.out.metaGV.String())
+	case asTable:
+		t := e.out.table
 		if end && t.include == metav1.IncludeNone {
 			t.include = metav1.IncludeMetadata
 		}
@@ -220,6 +237,16 @@ func (e *eventWriter) raw(typ string, obj []byte) {
 	_, _ = e.b.WriteString(`","object":`)
 	_, _ = e.b.Write(obj)
 	if _, err := e.b.WriteString("}\n"); err != nil {
+		e.failed = true
+	}
+}
+
+// frame writes one protobuf watch frame.
+func (e *eventWriter) frame(b []byte) {
+	if e.failed {
+		return
+	}
+	if _, err := e.b.Write(b); err != nil {
 		e.failed = true
 	}
 }
@@ -248,6 +275,10 @@ func (e *eventWriter) end(err error, rv string) {
 	default:
 		st = asStatus(err)
 	}
-	e.raw(string(watch.Error), statusJSON(st))
+	if e.out.media == mediaProtobuf {
+		e.frame(kubeproto.WatchFrame(string(watch.Error), kubeproto.Status(st)))
+	} else {
+		e.raw(string(watch.Error), statusJSON(st))
+	}
 	e.flush()
 }

@@ -1,0 +1,182 @@
+package kubeapi
+
+import (
+	"compress/gzip"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	"k8s.io/apiserver/pkg/features"
+)
+
+// gzipThreshold is the API server's defaultGzipThresholdBytes: a smaller
+// answer is sent as it is.
+const gzipThreshold = 128 << 10
+
+// gzipWriters are gzip writers at the API server's level (1: the least CPU
+// for a ratio close to the best).
+var gzipWriters = sync.Pool{New: func() any {
+	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return w
+}}
+
+// withCompression gzips answers as the API server does when the client
+// sends Accept-Encoding: gzip: a get's or list's answer once it passes 128
+// KiB (APIResponseCompression), and a WatchList's stream, one gzip member
+// per flush (WatchListCompression); other watches, and smaller answers,
+// are sent as they are. Both gates are on by default in v1.37.
+// Options.DisableCompression turns it off: for a sidecar on loopback it
+// only costs CPU.
+func (h *Handler) withCompression(next http.Handler) http.Handler {
+	if h.opts.DisableCompression {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f := factsOf(r)
+		if f.kind != kindCached || responsewriters.ContentEncodingSupported(r, features.APIResponseCompression) != "gzip" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		switch f.info.Verb {
+		case "get", "list":
+			dw := &deferredGzip{ResponseWriter: w}
+			next.ServeHTTP(dw, r)
+			dw.close()
+		case "watch":
+			if !isWatchList(r) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			fw := &flushGzip{ResponseWriter: w}
+			next.ServeHTTP(fw, r)
+			_ = fw.FlushError()
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// isWatchList reports whether r is a WatchList request (sendInitialEvents
+// and allowWatchBookmarks), the only watch the API server compresses.
+func isWatchList(r *http.Request) bool {
+	q := r.URL.Query()
+	initial, _ := strconv.ParseBool(q.Get("sendInitialEvents"))
+	bookmarks, _ := strconv.ParseBool(q.Get("allowWatchBookmarks"))
+	return initial && bookmarks
+}
+
+// deferredGzip holds an answer until it passes gzipThreshold, then sends
+// it compressed; a smaller one is sent as it is by close (the API server's
+// deferredResponseWriter).
+type deferredGzip struct {
+	http.ResponseWriter
+	code int
+	buf  []byte
+	gw   *gzip.Writer
+	sent bool
+}
+
+func (d *deferredGzip) WriteHeader(code int) {
+	if d.code == 0 {
+		d.code = code
+	}
+}
+
+func (d *deferredGzip) Write(p []byte) (int, error) {
+	if d.code == 0 {
+		d.code = http.StatusOK
+	}
+	if d.gw != nil {
+		return d.gw.Write(p)
+	}
+	if d.sent {
+		return d.ResponseWriter.Write(p)
+	}
+	d.buf = append(d.buf, p...)
+	if len(d.buf) <= gzipThreshold {
+		return len(p), nil
+	}
+	h := d.Header()
+	h.Set("Content-Encoding", "gzip")
+	h.Add("Vary", "Accept-Encoding")
+	h.Del("Content-Length")
+	d.ResponseWriter.WriteHeader(d.code)
+	d.gw = gzipWriters.Get().(*gzip.Writer)
+	d.gw.Reset(d.ResponseWriter)
+	buf := d.buf
+	d.buf = nil
+	if _, err := d.gw.Write(buf); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// close sends what is held, or ends the compressed stream.
+func (d *deferredGzip) close() {
+	if d.gw != nil {
+		_ = d.gw.Close()
+		d.gw.Reset(nil)
+		gzipWriters.Put(d.gw)
+		d.gw = nil
+		return
+	}
+	if d.sent || d.code == 0 {
+		return
+	}
+	d.sent = true
+	d.ResponseWriter.WriteHeader(d.code)
+	_, _ = d.ResponseWriter.Write(d.buf)
+}
+
+// flushGzip compresses a watch stream that starts with 200, one gzip
+// member per flush, so each flush reaches the client whole (the API
+// server's perFlushGzipWriter). An answer with another status (an error
+// before the stream) is sent as it is.
+type flushGzip struct {
+	http.ResponseWriter
+	on bool
+	gw *gzip.Writer
+}
+
+func (f *flushGzip) WriteHeader(code int) {
+	if code == http.StatusOK {
+		f.on = true
+		f.Header().Set("Content-Encoding", "gzip")
+		f.Header().Add("Vary", "Accept-Encoding")
+	}
+	f.ResponseWriter.WriteHeader(code)
+}
+
+func (f *flushGzip) Write(p []byte) (int, error) {
+	if !f.on {
+		return f.ResponseWriter.Write(p)
+	}
+	if f.gw == nil {
+		f.gw = gzipWriters.Get().(*gzip.Writer)
+		f.gw.Reset(f.ResponseWriter)
+	}
+	return f.gw.Write(p)
+}
+
+// FlushError ends the current gzip member and flushes it to the client;
+// http.ResponseController calls it. The member's data is sync-flushed
+// before its final block, so a reader has all of it before it waits for
+// the next member's header (Go's gzip.Reader returns the data of a
+// member's final block only once the next member starts).
+func (f *flushGzip) FlushError() error {
+	if f.gw != nil {
+		err := errors.Join(f.gw.Flush(), f.gw.Close())
+		f.gw.Reset(nil)
+		gzipWriters.Put(f.gw)
+		f.gw = nil
+		if err != nil {
+			return err
+		}
+	}
+	return http.NewResponseController(f.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection's deadlines.
+func (f *flushGzip) Unwrap() http.ResponseWriter { return f.ResponseWriter }

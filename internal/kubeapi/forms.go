@@ -1,0 +1,174 @@
+package kubeapi
+
+import (
+	"bytes"
+	"hash/maphash"
+	"sync"
+
+	"github.com/buger/jsonparser"
+
+	"github.com/informerd/informerd/internal/object"
+)
+
+// form is a way of encoding a cached object other than its cached JSON,
+// which some readers ask for.
+type form uint8
+
+const (
+	// formNoManagedFields: the JSON without metadata.managedFields.
+	formNoManagedFields form = iota + 1
+	// formMetadata, formMetadataBeta: PartialObjectMetadata of
+	// meta.k8s.io/v1 or v1beta1; formMetadataNoManagedFields,
+	// formMetadataBetaNoManagedFields: the same without
+	// metadata.managedFields.
+	formMetadata
+	formMetadataBeta
+	formMetadataNoManagedFields
+	formMetadataBetaNoManagedFields
+	// formProtobuf, formProtobufNoManagedFields: the object's bare
+	// protobuf message, with or without metadata.managedFields;
+	// formProtobufMetadata, formProtobufMetadataNoManagedFields: its
+	// PartialObjectMetadata's (the same in v1 and v1beta1).
+	formProtobuf
+	formProtobufNoManagedFields
+	formProtobufMetadata
+	formProtobufMetadataNoManagedFields
+)
+
+// DefaultMaxFormBytes bounds the bytes of the encodings forms keep.
+const DefaultMaxFormBytes = 64 << 20
+
+// forms keeps the other forms of cached objects, so that each object
+// version is encoded at most once per form while it is recent, for every
+// reader: one event fanned out to thousands of metadata watchers is cut
+// once (as the API server's cachingObject encodes an event once per
+// serializer). Objects are immutable, so an object pointer and a form name
+// one encoding for as long as the entry lives. Bounded by bytes: entries
+// leave in the order they came (a FIFO per shard), which suits a stream of
+// events; a cold list encodes again. Safe for concurrent use.
+type forms struct {
+	seed   maphash.Seed
+	shards [formShards]formShard
+}
+
+const formShards = 16
+
+type formKey struct {
+	o *object.Object
+	f form
+}
+
+type formShard struct {
+	mu    sync.Mutex
+	m     map[formKey][]byte
+	order []formKey // oldest first, from head
+	head  int
+	bytes int
+	max   int
+}
+
+func newForms(maxBytes int) *forms {
+	f := &forms{seed: maphash.MakeSeed()}
+	for i := range f.shards {
+		f.shards[i].m = map[formKey][]byte{}
+		f.shards[i].max = max(1, maxBytes/formShards)
+	}
+	return f
+}
+
+// get returns o in form f, encoding it with encode once while it is kept.
+// An encoding that fails is not kept; nil is returned with the error.
+func (fs *forms) get(o *object.Object, f form, encode func(*object.Object) ([]byte, error)) ([]byte, error) {
+	s := &fs.shards[maphash.String(fs.seed, o.Key)%formShards]
+	k := formKey{o, f}
+	s.mu.Lock()
+	b, ok := s.m[k]
+	s.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	b, err := encode(o)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[k]; ok || len(b) > s.max {
+		return b, nil // another reader kept it first, or it is too big to keep
+	}
+	s.m[k] = b
+	s.order = append(s.order, k)
+	s.bytes += len(b)
+	for s.bytes > s.max {
+		old := s.order[s.head]
+		s.order[s.head] = formKey{}
+		s.head++
+		s.bytes -= len(s.m[old])
+		delete(s.m, old)
+	}
+	if s.head > len(s.order)/2 {
+		s.order = append(s.order[:0], s.order[s.head:]...)
+		s.head = 0
+	}
+	return b, nil
+}
+
+// withoutManagedFields returns data without metadata.managedFields; data
+// itself when it has none.
+func withoutManagedFields(data []byte) []byte {
+	if _, _, _, err := jsonparser.Get(data, "metadata", "managedFields"); err != nil {
+		return data
+	}
+	return jsonparser.Delete(bytes.Clone(data), "metadata", "managedFields")
+}
+
+// partialObjectMetadata cuts PartialObjectMetadata of apiVersion from an
+// object's JSON, without decoding the object: its metadata as it is.
+func partialObjectMetadata(data []byte, apiVersion string) ([]byte, error) {
+	meta, _, _, err := jsonparser.Get(data, "metadata")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(meta)+64)
+	out = append(out, `{"kind":"PartialObjectMetadata","apiVersion":"`...)
+	out = append(out, apiVersion...)
+	out = append(out, `","metadata":`...)
+	out = append(out, meta...)
+	return append(out, '}'), nil
+}
+
+// form is the encoding out asks for an object in, 0 for the cached JSON.
+func (out *output) form() form {
+	meta := out.as == asMetadata || out.as == asMetadataList
+	beta := out.metaGV.Version == "v1beta1"
+	switch {
+	case meta && beta && out.dropManagedFields:
+		return formMetadataBetaNoManagedFields
+	case meta && beta:
+		return formMetadataBeta
+	case meta && out.dropManagedFields:
+		return formMetadataNoManagedFields
+	case meta:
+		return formMetadata
+	case out.dropManagedFields:
+		return formNoManagedFields
+	}
+	return 0
+}
+
+// encodeForm encodes an object's JSON in a JSON form.
+func encodeForm(data []byte, f form) ([]byte, error) {
+	switch f {
+	case formNoManagedFields:
+		return withoutManagedFields(data), nil
+	case formMetadata:
+		return partialObjectMetadata(data, "meta.k8s.io/v1")
+	case formMetadataBeta:
+		return partialObjectMetadata(data, "meta.k8s.io/v1beta1")
+	case formMetadataNoManagedFields:
+		return partialObjectMetadata(withoutManagedFields(data), "meta.k8s.io/v1")
+	case formMetadataBetaNoManagedFields:
+		return partialObjectMetadata(withoutManagedFields(data), "meta.k8s.io/v1beta1")
+	}
+	return data, nil
+}

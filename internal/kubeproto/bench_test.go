@@ -1,0 +1,64 @@
+package kubeproto_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/informerd/informerd/internal/benchdata"
+	"github.com/informerd/informerd/internal/kubeproto"
+)
+
+var podGVK = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+
+func benchPodJSON(b *testing.B) []byte {
+	js, err := json.Marshal(benchdata.Pod(1, 10, 4711))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return js
+}
+
+// BenchmarkMessage is the cost of one object's protobuf: JSON decoding into
+// the typed Pod, then the generated Marshal.
+func BenchmarkMessage(b *testing.B) {
+	js := benchPodJSON(b)
+	b.SetBytes(int64(len(js)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := kubeproto.Message(podGVK, js); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPartialMessage(b *testing.B) {
+	js := benchPodJSON(b)
+	b.SetBytes(int64(len(js)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := kubeproto.PartialMessage(js); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkList is the cost of a 500-item list from messages already made.
+func BenchmarkList(b *testing.B) {
+	msg, err := kubeproto.Message(podGVK, benchPodJSON(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	items := make([][]byte, 500)
+	for i := range items {
+		items[i] = msg
+	}
+	lm := metav1.ListMeta{ResourceVersion: "4711"}
+	listGVK := podGVK.GroupVersion().WithKind("PodList")
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = kubeproto.List(listGVK, lm, items)
+	}
+}
