@@ -13,14 +13,12 @@ import (
 // removed from here, so the list stays honest.
 var pendingDiffs = map[string]string{
 	"list configmaps continue invalid": "400 on both; the API server says \"invalid continue token: continue key is not valid: illegal base64 data ...\", informerd words its own",
-	"fields unsupported field":         "400 on both; the API server says \"\\\"data.k\\\" is not a known field selector: only \\\"metadata.name\\\", \\\"metadata.namespace\\\"\", informerd \"field label not supported: data.k (informerd selects on ...)\"",
 }
 
 // documentedDiffs are the cases in which informerd answers otherwise on
 // purpose, each with the reason docs/api.md gives. Logged, not failed;
 // one that agrees fails until it is removed here and from docs/api.md.
 var documentedDiffs = map[string]string{
-	"fields pods status.phase":         "docs/api.md, fieldSelector: only metadata.name, metadata.namespace and indexed fields; any other is 400 \"field label not supported\"",
 	"get configmap rv invalid":         "docs/api.md: a non-numeric resourceVersion is 400 (the API server answers get with 500 and no reason)",
 	"watch configmaps rv invalid":      "docs/api.md: a non-numeric resourceVersion is 400 (the API server answers watch with 500 and no reason)",
 	"get configmap drop managedFields": "docs/api.md: informerd honours KEP-5958's Accept parameter drop=metadata.managedFields (alpha in 1.38); v1.37.2 ignores it and sends them",
@@ -238,6 +236,20 @@ func diffCases(w *diffWorld) []diffCase {
 		{name: "fields pods spec.nodeName!=", path: pods, query: "fieldSelector=spec.nodeName!%3Dn1"},
 		{name: "fields pods spec.nodeName= empty", path: pods, query: "fieldSelector=spec.nodeName%3D"},
 		{name: "fields pods status.phase", path: pods, query: "fieldSelector=status.phase%3DPending"},
+		{name: "fields pods status.phase!=", path: pods, query: "fieldSelector=status.phase!%3DSucceeded"},
+		{name: "fields pods spec.schedulerName", path: pods, query: "fieldSelector=spec.schedulerName%3Ddefault-scheduler"},
+		{name: "fields pods spec.restartPolicy and node", path: pods, query: "fieldSelector=spec.restartPolicy%3DAlways,spec.nodeName%3Dn1"},
+		{name: "fields pods spec.hostNetwork", path: pods, query: "fieldSelector=spec.hostNetwork%3Dfalse"},
+		{name: "fields pods spec.serviceAccountName", path: pods, query: "fieldSelector=spec.serviceAccountName%3Ddefault"},
+		{name: "fields pods status.podIP empty", path: pods, query: "fieldSelector=status.podIP%3D"},
+		{name: "fields pods status.podIPs", path: pods, query: "fieldSelector=status.podIPs%3D"},
+		{name: "fields pods spec.host", path: pods, query: "fieldSelector=spec.host%3Dn1"},
+		{name: "fields pods unsupported field", path: pods, query: "fieldSelector=spec.priority%3D0", code: 400},
+		{name: "fields pods in every namespace", path: "/api/v1/pods", query: "fieldSelector=status.phase%3DPending,metadata.namespace%3D{ns}"},
+		{name: "fields namespaces status.phase", path: "/api/v1/namespaces", query: "fieldSelector=status.phase%3DActive,metadata.name%3D{ns}"},
+		{name: "fields namespaces metadata.namespace", path: "/api/v1/namespaces", query: "fieldSelector=metadata.namespace%3D{ns}", code: 400},
+		{name: "fields clusterroles metadata.namespace", path: roles, query: "fieldSelector=metadata.namespace%3D", route: routeAny},
+		{name: "watch pods by phase", path: pods, query: "watch=true&fieldSelector=status.phase%3DPending", between: relabelPod},
 
 		// List: every namespace, and cluster-scoped resources.
 		{name: "list configmaps in every namespace", path: "/api/v1/configmaps"},

@@ -36,8 +36,10 @@ type printerColumns struct {
 type columns struct {
 	printer *printers.Printer
 	fetched time.Time
-	defs    []apiextensionsv1.CustomResourceColumnDefinition
-	paths   []*jsonpath.JSONPath
+	// selectable are the CRD's selectableFields' JSONPaths.
+	selectable []string
+	defs       []apiextensionsv1.CustomResourceColumnDefinition
+	paths      []*jsonpath.JSONPath
 }
 
 func newPrinterColumns(api *apiServer, ttl time.Duration) *printerColumns {
@@ -85,6 +87,9 @@ func (p *printerColumns) fetch(ctx context.Context, gvr schema.GroupVersionResou
 	for _, v := range crd.Spec.Versions {
 		if v.Name != gvr.Version {
 			continue
+		}
+		for _, f := range v.SelectableFields {
+			c.selectable = append(c.selectable, f.JSONPath)
 		}
 		for _, col := range v.AdditionalPrinterColumns {
 			jp := jsonpath.New(col.Name).AllowMissingKeys(true)

@@ -1,7 +1,6 @@
 package kubeapi
 
 import (
-	"fmt"
 	"net/url"
 	"slices"
 
@@ -51,25 +50,33 @@ type selector struct {
 	name string
 }
 
-// newSelector compiles opts' selectors for a resource whose indexes are
-// indexNames (in object.Values order) and whose indexed fields are
-// indexFields (field path → index name). A field that is neither
-// metadata.name, metadata.namespace nor indexed is the API server's 400
-// "field label not supported".
-func newSelector(opts *metainternalversion.ListOptions, namespace string, indexNames []string, indexFields map[string]string) (selector, error) {
+// newSelector compiles opts' selectors for a resource whose selectable
+// fields are fields (called only when there is a field selector), whose
+// indexes are indexNames (in object.Values order) and whose indexed fields
+// are indexFields (field path → index name). A field the API server does
+// not accept for the kind is its 400, in its words, indexed or not. An
+// equality on an indexed field is served through the index; any other
+// field is read from each object's JSON.
+func newSelector(opts *metainternalversion.ListOptions, namespace string, fields func() *fieldSet, indexNames []string, indexFields map[string]string) (selector, error) {
 	s := selector{sel: fanout.Selection{Namespace: namespace, Labels: opts.LabelSelector, Index: -1}}
 	if opts.FieldSelector == nil || opts.FieldSelector.Empty() {
 		return s, nil
 	}
+	fs := fields()
 	type check struct {
-		index int // position in Values, or -1 for name, -2 for namespace
+		index int    // position in Values, or -1 for name, -2 for namespace, -3 read from the JSON
+		field string // for -3
 		op    selection.Operator
 		value string
 	}
 	var checks []check
 	for _, req := range opts.FieldSelector.Requirements() {
-		c := check{op: req.Operator, value: req.Value}
-		switch req.Field {
+		field, ok := fs.accept[req.Field]
+		if !ok {
+			return s, apierrors.NewBadRequest(fs.refuse(req.Field).Error())
+		}
+		c := check{op: req.Operator, value: req.Value, field: field}
+		switch field {
 		case fieldName:
 			c.index = -1
 			if req.Operator != selection.NotEquals {
@@ -78,18 +85,17 @@ func newSelector(opts *metainternalversion.ListOptions, namespace string, indexN
 		case fieldNamespace:
 			c.index = -2
 		default:
-			name, ok := indexFields[req.Field]
-			if !ok {
-				return s, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s (informerd selects on metadata.name, metadata.namespace and the fields its indexes read: %s)", req.Field, fieldList(indexFields)))
-			}
-			c.index = slices.Index(indexNames, name)
-			if c.index < 0 {
-				return s, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
-			}
-			// The first equality on an indexed field is served through
-			// its index; an empty value (the field absent) is in no index.
-			if s.sel.Index < 0 && req.Operator != selection.NotEquals && req.Value != "" {
-				s.sel.Index, s.sel.Values = c.index, []string{req.Value}
+			c.index = -3
+			if name, ok := indexFields[field]; ok {
+				if i := slices.Index(indexNames, name); i >= 0 {
+					c.index = i
+					// The first equality on an indexed field is served
+					// through its index; an empty value (the field absent)
+					// is in no index.
+					if s.sel.Index < 0 && req.Operator != selection.NotEquals && req.Value != "" {
+						s.sel.Index, s.sel.Values = i, []string{req.Value}
+					}
+				}
 			}
 		}
 		checks = append(checks, c)
@@ -102,6 +108,8 @@ func newSelector(opts *metainternalversion.ListOptions, namespace string, indexN
 				has = o.Name == c.value
 			case -2:
 				has = o.Namespace == c.value
+			case -3:
+				has = fs.value(c.field, o.JSON) == c.value
 			default:
 				has = c.index < len(o.Values) && slices.Contains(o.Values[c.index], c.value)
 				if c.value == "" && (c.index >= len(o.Values) || len(o.Values[c.index]) == 0) {
@@ -121,16 +129,4 @@ func newSelector(opts *metainternalversion.ListOptions, namespace string, indexN
 // namespace aside, which is the path's): the API server's empty predicate.
 func (s selector) everything() bool {
 	return (s.sel.Labels == nil || s.sel.Labels.Empty()) && s.sel.Fields == nil
-}
-
-func fieldList(indexFields map[string]string) string {
-	if len(indexFields) == 0 {
-		return "none"
-	}
-	fs := make([]string, 0, len(indexFields))
-	for f := range indexFields {
-		fs = append(fs, f)
-	}
-	slices.Sort(fs)
-	return fmt.Sprint(fs)
 }

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/informerd/informerd/internal/object"
 )
@@ -16,8 +17,10 @@ import (
 // FuzzQuery feeds list and watch query strings to the parsing the handler
 // does: a query the API server would refuse is refused with its 400 or 422
 // Status, never a panic or a 500; one that is accepted selects exactly what
-// apimachinery's own label and field selectors select, the indexed field
-// included, for objects with and without a value in that index.
+// apimachinery's own label and field selectors select after the API
+// server's field label conversion (pods'), the indexed field and fields
+// read from the JSON included, for objects with and without a value in
+// that index.
 func FuzzQuery(f *testing.F) {
 	for _, q := range []string{
 		"", "labelSelector=app%3Dweb", "labelSelector=app+in+(a,b),!tier", "fieldSelector=metadata.name%3Dcm1",
@@ -33,9 +36,14 @@ func FuzzQuery(f *testing.F) {
 	names := []string{"namespace", "node"}
 	indexFields := map[string]string{"spec.nodeName": "node"}
 	objs := []*object.Object{
-		{Key: "a/cm1", Namespace: "a", Name: "cm1", Labels: object.Labels{"app", "web"}, Values: [][]string{{"a"}, {"n1"}}},
-		{Key: "b/cm2", Namespace: "b", Name: "cm2", Labels: object.Labels{"app", "db", "tier", "x"}, Values: [][]string{{"b"}, nil}},
-		{Key: "a/p", Namespace: "a", Name: "p", Values: [][]string{{"a"}, {""}}},
+		{Key: "a/cm1", Namespace: "a", Name: "cm1", Labels: object.Labels{"app", "web"}, Values: [][]string{{"a"}, {"n1"}},
+			JSON: []byte(`{"metadata":{"name":"cm1","namespace":"a"},"spec":{"nodeName":"n1","hostNetwork":true},"status":{"phase":"Running","podIPs":[{"ip":"10.0.0.1"}]}}`)},
+		{Key: "b/cm2", Namespace: "b", Name: "cm2", Labels: object.Labels{"app", "db", "tier", "x"}, Values: [][]string{{"b"}, nil},
+			JSON: []byte(`{"metadata":{"name":"cm2","namespace":"b"},"status":{"phase":"Pending"}}`)},
+		{Key: "a/p", Namespace: "a", Name: "p", Values: [][]string{{"a"}, {""}}, JSON: []byte(`{"metadata":{"name":"p","namespace":"a"}}`)},
+	}
+	pods := func() *fieldSet {
+		return fieldsOf(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, true, nil, false)
 	}
 	f.Fuzz(func(t *testing.T, raw string, watch bool) {
 		q, err := url.ParseQuery(raw)
@@ -52,7 +60,7 @@ func FuzzQuery(f *testing.F) {
 				requireClientError(t, raw, err)
 			}
 		}
-		sel, err := newSelector(opts, "", names, indexFields)
+		sel, err := newSelector(opts, "", pods, names, indexFields)
 		if err != nil {
 			requireClientError(t, raw, err)
 			return
@@ -62,8 +70,22 @@ func FuzzQuery(f *testing.F) {
 			if len(o.Values[1]) > 0 {
 				node = o.Values[1][0]
 			}
+			// The API server's fields of the object, and its selector
+			// after the field label conversion.
+			set := fields.Set{fieldName: o.Name, fieldNamespace: o.Namespace, "spec.nodeName": node}
+			for f := range pods().values {
+				if _, ok := set[f]; !ok {
+					set[f] = pods().value(f, o.JSON)
+				}
+			}
+			fsel := opts.FieldSelector
+			if fsel != nil {
+				if fsel, err = fsel.Transform(func(f, v string) (string, string, error) { return pods().accept[f], v, nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
 			want := (opts.LabelSelector == nil || opts.LabelSelector.Matches(labels.Set(labelMap(o.Labels)))) &&
-				(opts.FieldSelector == nil || opts.FieldSelector.Matches(fields.Set{fieldName: o.Name, fieldNamespace: o.Namespace, "spec.nodeName": node}))
+				(fsel == nil || fsel.Matches(set))
 			if got := sel.sel.Matches(o); got != want {
 				t.Fatalf("query %q selects %s: %v, apimachinery's selectors say %v", raw, o.Key, got, want)
 			}

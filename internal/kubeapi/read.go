@@ -63,6 +63,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, f *facts) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(h.objectJSON(f.out, o))
+	_, _ = w.Write([]byte{'\n'}) // as the API server's encoder ends it
 }
 
 func decodeToken(s string) (indexer.Continue, error) {
@@ -82,7 +83,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, f *facts) {
 		return
 	}
 	ix := res.Cache()
-	sel, err := newSelector(opts, ns, ix.IndexNames(), res.IndexFields())
+	sel, err := newSelector(opts, ns, h.fieldsFor(r.Context(), res), ix.IndexNames(), res.IndexFields())
 	if err != nil {
 		writeStatus(w, asStatus(err))
 		return

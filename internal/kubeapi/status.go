@@ -27,7 +27,7 @@ func writeStatus(w http.ResponseWriter, st *metav1.Status) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(int(st.Code))
-	_, _ = w.Write(body)
+	_, _ = w.Write(append(body, '\n')) // as the API server's encoder ends it
 }
 
 // statusJSON encodes a failure's Status, as a response body or a watch's

@@ -3,6 +3,9 @@ package kubeapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -119,5 +122,76 @@ func TestTableOfACustomResource(t *testing.T) {
 		if diff := cmp.Diff(rows(want), rows(got)); diff != "" {
 			t.Errorf("%s rows (-api server +informerd):\n%s", path, diff)
 		}
+	}
+}
+
+// TestCustomResourceSelectableFields selects custom resources by their
+// CRD's selectableFields, from the cache, as the API server does, and
+// refuses any other field in its words.
+func TestCustomResourceSelectableFields(t *testing.T) {
+	ctx := testContext(t)
+	dyn := dynamic.NewForConfigOrDie(env.Config)
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "widgets.kapi.example.com"},
+		"spec": map[string]any{
+			"group": "kapi.example.com",
+			"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+			"scope": "Namespaced",
+			"versions": []any{map[string]any{
+				"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
+					"spec": map[string]any{"type": "object", "properties": map[string]any{
+						"color": map[string]any{"type": "string"},
+						"size":  map[string]any{"type": "integer"},
+						"shiny": map[string]any{"type": "boolean"},
+					}},
+				}}},
+				"selectableFields": []any{
+					map[string]any{"jsonPath": ".spec.color"},
+					map[string]any{"jsonPath": ".spec.size"},
+					map[string]any{"jsonPath": ".spec.shiny"},
+				},
+			}},
+		},
+	}}
+	if _, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	ns := namespace("kapi-selectable")
+	f := setupWith(t, ns, "resources: [{resource: widgets.kapi.example.com}]")
+	widgets := schema.GroupVersionResource{Group: "kapi.example.com", Version: "v1", Resource: "widgets"}
+	var last string
+	for i, color := range []string{"red", "blue", "red", ""} {
+		spec := map[string]any{"size": int64(i), "shiny": i%2 == 0}
+		if color != "" {
+			spec["color"] = color
+		}
+		w, err := dyn.Resource(widgets).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "kapi.example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": fmt.Sprintf("w%d", i)},
+			"spec":     spec,
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = w.GetResourceVersion()
+	}
+	f.waitRV(t, "widgets.kapi.example.com", last)
+	path := "/apis/kapi.example.com/v1/namespaces/" + ns + "/widgets"
+	for _, sel := range []string{"spec.color=red", "spec.color!=red", "spec.color=", "spec.size=2", "spec.shiny=true", "spec.color=red,spec.size=0", "metadata.name=w1", "spec.missing=x", "status.phase=x"} {
+		t.Run(sel, func(t *testing.T) {
+			q := path + "?fieldSelector=" + url.QueryEscape(sel)
+			direct, cached := raw(t, env.Config, q, ""), raw(t, f.cachedConfig, q, "")
+			if direct.code != cached.code {
+				t.Fatalf("informerd answered %d, the API server %d: %s", cached.code, direct.code, cached.body)
+			}
+			if direct.code != http.StatusOK {
+				sameAs(t, "the refusal", string(direct.body), string(cached.body))
+				return
+			}
+			sameAs(t, "the selected widgets", shapeOf(t, direct).Items, shapeOf(t, cached).Items)
+		})
 	}
 }

@@ -46,7 +46,7 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, f *facts) {
 		}
 		opts.FieldSelector = fields.OneTermEqualSelector(fieldName, info.Name)
 	}
-	sel, err := newSelector(opts, ns, res.Cache().IndexNames(), res.IndexFields())
+	sel, err := newSelector(opts, ns, h.fieldsFor(r.Context(), res), res.Cache().IndexNames(), res.IndexFields())
 	if err != nil {
 		writeStatus(w, asStatus(err))
 		return
