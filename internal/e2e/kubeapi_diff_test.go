@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/sharding"
 )
 
 // pendingDiffs are the cases in which informerd answers otherwise than
@@ -223,6 +227,18 @@ func diffCases(w *diffWorld) []diffCase {
 		{name: "labels bad value", path: cms, query: "labelSelector=app%3D-web-", code: 400},
 
 		// List: field selectors.
+		{name: "shard uid first half", path: cms, query: "shardSelector=" + shardRange("uid", "0x0000000000000000", "0x8000000000000000")},
+		{name: "shard uid second half", path: cms, query: "shardSelector=" + shardRange("uid", "0x8000000000000000", "0x10000000000000000")},
+		{name: "shard uid two ranges", path: cms, query: "shardSelector=" + shardRange("uid", "0x0000000000000000", "0x4000000000000000") + "+%7C%7C+" + shardRange("uid", "0xc000000000000000", "0x10000000000000000")},
+		{name: "shard namespace in every namespace", path: "/api/v1/configmaps", query: "shardSelector=" + shardRange("namespace", "0x0000000000000000", "0x8000000000000000")},
+		{name: "shard uid limit=2", path: cms, query: "limit=2&shardSelector=" + shardRange("uid", "0x0000000000000000", "0xa000000000000000"), pages: 10},
+		{name: "shard uid with labels", path: cms, query: "labelSelector=app&shardSelector=" + shardRange("uid", "0x4000000000000000", "0x10000000000000000")},
+		{name: "shard uid table", path: cms, accept: tableAccept, query: "shardSelector=" + shardRange("uid", "0x0000000000000000", "0x8000000000000000")},
+		{name: "shard invalid", path: cms, query: "shardSelector=shardRange(object.metadata.name,'0x0','0x8')", code: 500},
+		// A watch's writes are to objects of the suite's namespace, whose
+		// uids are random: its shard is the namespace's.
+		{name: "watch shard namespace", path: "/api/v1/configmaps", query: "watch=true&resourceVersion={rv}&shardSelector=" + nsShard(), between: w.churn("w36")},
+		{name: "watch shard sendInitialEvents", path: cms, query: "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&shardSelector=" + nsShard(), between: w.churn("w37")},
 		{name: "fields metadata.name=", path: cms, query: "fieldSelector=metadata.name%3Da"},
 		{name: "fields metadata.name==", path: cms, query: "fieldSelector=metadata.name%3D%3Da"},
 		{name: "fields metadata.name!=", path: cms, query: "fieldSelector=metadata.name!%3Da"},
@@ -334,4 +350,21 @@ func diffCases(w *diffWorld) []diffCase {
 		{name: "watch configmaps rv too old", path: cms, query: "watch=true&resourceVersion={oldRV}"},
 		{name: "watch configmaps sendInitialEvents rv too old", path: cms, query: "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion={oldRV}", between: w.churn("w28")},
 	}
+}
+
+// shardRange is a KEP-5866 shardSelector clause on object.metadata.field,
+// query-escaped.
+func shardRange(field, start, end string) string {
+	return url.QueryEscape(fmt.Sprintf("shardRange(object.metadata.%s, '%s', '%s')", field, start, end))
+}
+
+// nsShard is a shardSelector of two ranges over object.metadata.namespace,
+// one of which holds the suite's namespace.
+func nsShard() string {
+	h, err := strconv.ParseUint(sharding.HashField(diffNS), 16, 64)
+	if err != nil {
+		panic(err)
+	}
+	return shardRange("namespace", "0x0000000000000000", "0x0000000000000001") + "+%7C%7C+" +
+		shardRange("namespace", fmt.Sprintf("0x%016x", h), fmt.Sprintf("0x%016x", h+1))
 }

@@ -70,7 +70,9 @@ type bodyFacts struct {
 	Namespace, Name, ResourceVersion string      `json:",omitempty"`
 	Items                            []itemFacts `json:",omitempty"`
 	RemainingItemCount               *int64      `json:",omitempty"`
-	Table                            *tableFacts `json:",omitempty"`
+	// ShardInfo is a sharded list's shardInfo.selector.
+	ShardInfo string      `json:",omitempty"`
+	Table     *tableFacts `json:",omitempty"`
 }
 
 // itemFacts is one item of a list.
@@ -237,6 +239,9 @@ func statusOf(m map[string]any) *statusFacts {
 func bodyOf(m map[string]any) *bodyFacts {
 	md := metaOf(m)
 	f := &bodyFacts{Kind: str(m["kind"]), APIVersion: str(m["apiVersion"]), Keys: keysOf(m), MetaKeys: keysOf(md)}
+	if si, ok := md["shardInfo"].(map[string]any); ok {
+		f.ShardInfo = str(si["selector"])
+	}
 	items, isList := m["items"].([]any)
 	switch {
 	case f.Kind == "Table":

@@ -82,6 +82,25 @@ func (v View) Page(after, prefix string, limit int, match func(*object.Object) b
 	return objs, more
 }
 
+// HasAfter reports whether an object with a key that starts with prefix
+// comes after key: whether a page that ends at key, its limit reached, has
+// more to scan (the API server's cache answers such a page with a continue
+// token even when nothing after it matches).
+func (v View) HasAfter(key, prefix string) bool {
+	if v.t == nil {
+		return false
+	}
+	found := false
+	v.t.AscendGreaterOrEqual(entry{key: max(key, prefix)}, func(e entry) bool {
+		if e.key == key {
+			return true
+		}
+		found = strings.HasPrefix(e.key, prefix)
+		return false
+	})
+	return found
+}
+
 // Count returns how many objects have keys after after (all when empty)
 // that start with prefix. It visits each of them: O(count).
 func (v View) Count(after, prefix string) int {

@@ -48,6 +48,9 @@ type selector struct {
 	// name is set when the field selector requires metadata.name to equal
 	// it (kubectl get NAME -w).
 	name string
+	// shard is the request's shardSelector (KEP-5866), nil for none; it
+	// is part of sel.Fields.
+	shard *shard
 }
 
 // newSelector compiles opts' selectors for a resource whose selectable
@@ -59,7 +62,15 @@ type selector struct {
 // field is read from each object's JSON.
 func newSelector(opts *metainternalversion.ListOptions, namespace string, fields func() *fieldSet, indexNames []string, indexFields map[string]string) (selector, error) {
 	s := selector{sel: fanout.Selection{Namespace: namespace, Labels: opts.LabelSelector, Index: -1}}
+	shard, err := shardSelector(opts.ShardSelector)
+	if err != nil {
+		return s, err
+	}
+	s.shard = shard
 	if opts.FieldSelector == nil || opts.FieldSelector.Empty() {
+		if shard != nil {
+			s.sel.Fields = shard.matches
+		}
 		return s, nil
 	}
 	fs := fields()
@@ -101,6 +112,9 @@ func newSelector(opts *metainternalversion.ListOptions, namespace string, fields
 		checks = append(checks, c)
 	}
 	s.sel.Fields = func(o *object.Object) bool {
+		if shard != nil && !shard.matches(o) {
+			return false
+		}
 		for _, c := range checks {
 			var has bool
 			switch c.index {

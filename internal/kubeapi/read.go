@@ -135,11 +135,16 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, f *facts) {
 		}
 	default:
 		objs, more = v.Page(after, prefix, limit, match)
+		if !more && limit > 0 && len(objs) == limit {
+			// The API server's cache stops at the limit-th match and
+			// continues when any object follows, matching or not.
+			more = v.HasAfter(objs[len(objs)-1].Key, prefix)
+		}
 		if more && after == "" {
 			ix.Keep(v) // for the continue pages
 		}
 	}
-	meta := metav1.ListMeta{ResourceVersion: rv}
+	meta := metav1.ListMeta{ResourceVersion: rv, ShardInfo: sel.shard.info()}
 	if more {
 		meta.Continue = indexer.Continue{RV: rv, LastKey: objs[len(objs)-1].Key, Issued: issued}.Encode()
 		if sel.everything() {
@@ -150,6 +155,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, f *facts) {
 		}
 	}
 	if f.out.as == asTable {
+		meta.ShardInfo = nil // the API server's Table conversion does not carry it
 		h.writeTable(w, r, f.out.table, res, objs, meta)
 		return
 	}

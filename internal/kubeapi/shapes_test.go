@@ -19,7 +19,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	apisharding "k8s.io/apiserver/pkg/sharding"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -505,5 +507,129 @@ func TestProtobufClient(t *testing.T) {
 	}
 	if len(ml.Items) != 3 || ml.Items[2].ResourceVersion != upd.ResourceVersion {
 		t.Fatalf("PartialObjectMetadataList in protobuf: %d items, want 3 with cm2 at %s", len(ml.Items), upd.ResourceVersion)
+	}
+}
+
+// TestShards lists and watches four shardRange shards of configmaps
+// through informerd: together they are the unsharded list and stream, no
+// object in two, each what apimachinery's own selector keeps, and each list
+// echoes its selector in shardInfo.
+func TestShards(t *testing.T) {
+	ns := namespace("kapi-shards")
+	f := setupWith(t, ns, secretsYAML)
+	ctx := testContext(t)
+	var last string
+	for i := range 24 {
+		cm, err := f.direct.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm%02d", i)}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = cm.ResourceVersion
+	}
+	f.waitRV(t, "configmaps", last)
+	bounds := []string{"0x0000000000000000", "0x4000000000000000", "0x8000000000000000", "0xc000000000000000", "0x10000000000000000"}
+	shards := make([]string, 4)
+	for i := range shards {
+		shards[i] = fmt.Sprintf("shardRange(object.metadata.uid, '%s', '%s')", bounds[i], bounds[i+1])
+	}
+	all, err := f.cached.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for i, s := range shards {
+		sel, err := apisharding.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.cached.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{ShardSelector: s})
+		if err != nil {
+			t.Fatalf("shard %d: %v", i, err)
+		}
+		if got.ShardInfo == nil || got.ShardInfo.Selector != sel.String() {
+			t.Errorf("shard %d: shardInfo %+v, want %q", i, got.ShardInfo, sel.String())
+		}
+		var want, names []string
+		for _, cm := range all.Items {
+			if ok, err := sel.Matches(&cm); err != nil || !ok {
+				continue
+			}
+			want = append(want, cm.Name)
+		}
+		for _, cm := range got.Items {
+			names = append(names, cm.Name)
+			seen[cm.Name]++
+		}
+		sameAs(t, fmt.Sprintf("shard %d's items, and what apimachinery's selector keeps of the whole list", i), want, names)
+	}
+	if len(seen) != len(all.Items) {
+		t.Fatalf("the shards hold %d of %d objects", len(seen), len(all.Items))
+	}
+	for name, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s is in %d shards", name, n)
+		}
+	}
+
+	// The streams: every event of the unsharded watch in exactly one
+	// shard's watch.
+	type event struct{ typ, name, rv string }
+	watchAll := func(opts metav1.ListOptions) <-chan event {
+		opts.ResourceVersion = last
+		w, err := f.cached.CoreV1().ConfigMaps(ns).Watch(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+		out := make(chan event, 100)
+		go func() {
+			for ev := range w.ResultChan() {
+				if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
+					out <- event{string(ev.Type), cm.Name, cm.ResourceVersion}
+				}
+			}
+		}()
+		return out
+	}
+	whole := watchAll(metav1.ListOptions{})
+	parts := make([]<-chan event, len(shards))
+	for i, s := range shards {
+		parts[i] = watchAll(metav1.ListOptions{ShardSelector: s})
+	}
+	for i := range 24 {
+		name := fmt.Sprintf("cm%02d", i)
+		if i%3 == 0 {
+			if err := f.direct.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if _, err := f.direct.CoreV1().ConfigMaps(ns).Patch(ctx, name, types.MergePatchType, []byte(`{"data":{"k":"v"}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want []event
+	for range 24 {
+		want = append(want, testenv.Receive(t, time.Minute, "the unsharded watch's event", whole))
+	}
+	got := map[event]int{}
+	for len(got) < len(want) {
+		select {
+		case ev := <-parts[0]:
+			got[ev]++
+		case ev := <-parts[1]:
+			got[ev]++
+		case ev := <-parts[2]:
+			got[ev]++
+		case ev := <-parts[3]:
+			got[ev]++
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the shards' watches delivered %d of the %d events", len(got), len(want))
+		}
+	}
+	for _, ev := range want {
+		if got[ev] != 1 {
+			t.Fatalf("event %+v reached %d shards' watches, want 1", ev, got[ev])
+		}
 	}
 }

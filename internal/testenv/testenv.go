@@ -92,6 +92,9 @@ func Start(opts Options) (*Env, error) {
 	// (system:node:<name> in system:nodes) may list the pods of its node
 	// (fieldSelector spec.nodeName), not all pods.
 	args.Set("authorization-mode", "Node,RBAC")
+	// Sharded list and watch (KEP-5866), alpha in v1.37, which informerd
+	// serves from its cache: the differential suite compares them.
+	args.Set("feature-gates", "ShardedListAndWatch=true")
 	policy := filepath.Join(certDir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(AuditPolicy), 0o600); err != nil {
 		_ = os.RemoveAll(certDir)
