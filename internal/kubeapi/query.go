@@ -14,6 +14,7 @@ import (
 
 	"github.com/informerd/informerd/internal/fanout"
 	"github.com/informerd/informerd/internal/object"
+	"github.com/informerd/informerd/internal/shard"
 )
 
 // listOptions decodes and validates a list or watch request's query as the
@@ -50,7 +51,7 @@ type selector struct {
 	name string
 	// shard is the request's shardSelector (KEP-5866), nil for none; it
 	// is part of sel.Fields.
-	shard *shard
+	shard *shard.Selector
 }
 
 // newSelector compiles opts' selectors for a resource whose selectable
@@ -69,7 +70,7 @@ func newSelector(opts *metainternalversion.ListOptions, namespace string, fields
 	s.shard = shard
 	if opts.FieldSelector == nil || opts.FieldSelector.Empty() {
 		if shard != nil {
-			s.sel.Fields = shard.matches
+			s.sel.Fields = shard.Matches
 		}
 		return s, nil
 	}
@@ -112,7 +113,7 @@ func newSelector(opts *metainternalversion.ListOptions, namespace string, fields
 		checks = append(checks, c)
 	}
 	s.sel.Fields = func(o *object.Object) bool {
-		if shard != nil && !shard.matches(o) {
+		if shard != nil && !shard.Matches(o) {
 			return false
 		}
 		for _, c := range checks {

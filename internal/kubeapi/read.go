@@ -144,7 +144,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, f *facts) {
 			ix.Keep(v) // for the continue pages
 		}
 	}
-	meta := metav1.ListMeta{ResourceVersion: rv, ShardInfo: sel.shard.info()}
+	meta := metav1.ListMeta{ResourceVersion: rv, ShardInfo: shardInfo(sel.shard)}
 	if more {
 		meta.Continue = indexer.Continue{RV: rv, LastKey: objs[len(objs)-1].Key, Issued: issued}.Encode()
 		if sel.everything() {

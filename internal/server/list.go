@@ -14,6 +14,7 @@ import (
 	"github.com/informerd/informerd/internal/fanout"
 	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/object"
+	"github.com/informerd/informerd/internal/shard"
 )
 
 // maxWait bounds a min_resource_version wait when the call has no deadline.
@@ -178,6 +179,13 @@ func selection(ix *indexer.Indexer, sel *pb.Selector) (fanout.Selection, error) 
 		return fanout.Selection{}, invalid("label_selector %q: %v", sel.GetLabelSelector(), err)
 	}
 	out := fanout.Selection{Namespace: sel.GetNamespace(), Labels: ls, Index: -1}
+	sh, err := shard.Parse(sel.GetShardSelector())
+	if err != nil {
+		return fanout.Selection{}, invalid("shard_selector %q: %v", sel.GetShardSelector(), err)
+	}
+	if sh != nil {
+		out.Fields = sh.Matches
+	}
 	if index := sel.GetIndex(); index != nil {
 		names := ix.IndexNames()
 		out.Index = slices.Index(names, index.GetName())

@@ -352,7 +352,15 @@ type Selector struct {
 	// A Kubernetes label selector, e.g. "app=web,tier!=db".
 	LabelSelector string `protobuf:"bytes,2,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
 	// Only objects whose index value matches.
-	Index         *IndexSelector `protobuf:"bytes,3,opt,name=index,proto3" json:"index,omitempty"`
+	Index *IndexSelector `protobuf:"bytes,3,opt,name=index,proto3" json:"index,omitempty"`
+	// Only objects of these shards: a Kubernetes shard selector (KEP-5866),
+	// ranges of the FNV-1a 64-bit hash of the object's uid or namespace,
+	// e.g. "shardRange(object.metadata.uid, '0x0000000000000000',
+	// '0x8000000000000000') || shardRange(...)", as the Kubernetes API's
+	// shardSelector parameter. A watch from a resource_version with other
+	// shards than before does not see the objects that enter or leave them:
+	// list again (or watch with send_initial_events) when the shards change.
+	ShardSelector string `protobuf:"bytes,4,opt,name=shard_selector,json=shardSelector,proto3" json:"shard_selector,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -406,6 +414,13 @@ func (x *Selector) GetIndex() *IndexSelector {
 		return x.Index
 	}
 	return nil
+}
+
+func (x *Selector) GetShardSelector() string {
+	if x != nil {
+		return x.ShardSelector
+	}
+	return ""
 }
 
 // IndexSelector matches objects that have any of values in the named index.
@@ -1013,11 +1028,12 @@ const file_informerd_v1_cache_proto_rawDesc = "" +
 	"\x10resource_version\x18\b \x01(\tR\x0fresourceVersion\x12!\n" +
 	"\fobject_count\x18\t \x01(\x04R\vobjectCount\x12\x1a\n" +
 	"\brestored\x18\n" +
-	" \x01(\bR\brestored\"\x82\x01\n" +
+	" \x01(\bR\brestored\"\xa9\x01\n" +
 	"\bSelector\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12%\n" +
 	"\x0elabel_selector\x18\x02 \x01(\tR\rlabelSelector\x121\n" +
-	"\x05index\x18\x03 \x01(\v2\x1b.informerd.v1.IndexSelectorR\x05index\";\n" +
+	"\x05index\x18\x03 \x01(\v2\x1b.informerd.v1.IndexSelectorR\x05index\x12%\n" +
+	"\x0eshard_selector\x18\x04 \x01(\tR\rshardSelector\";\n" +
 	"\rIndexSelector\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06values\x18\x02 \x03(\tR\x06values\"\x8b\x01\n" +
