@@ -33,6 +33,15 @@ const (
 	formProtobufNoManagedFields
 	formProtobufMetadata
 	formProtobufMetadataNoManagedFields
+	// formProtobufObject and the rest: the same messages in the envelope
+	// the API server writes one object in (a get, a watch event), typed
+	// as the object or as PartialObjectMetadata of v1 or v1beta1.
+	formProtobufObject
+	formProtobufObjectNoManagedFields
+	formProtobufMetadataObject
+	formProtobufMetadataObjectNoManagedFields
+	formProtobufMetadataBetaObject
+	formProtobufMetadataBetaObjectNoManagedFields
 )
 
 // DefaultMaxFormBytes bounds the bytes of the encodings forms keep.

@@ -46,6 +46,31 @@ func (h *Handler) protoMessage(out *output, res pipeline.Served, o *object.Objec
 	return h.forms.get(o, f, encode)
 }
 
+// protoObject returns o in the envelope of one object (a get's answer, a
+// watch event's object) as out asks for it, encoded once per object
+// version while it is recent.
+func (h *Handler) protoObject(out *output, res pipeline.Served, o *object.Object) ([]byte, error) {
+	var f form
+	switch meta := out.as == asMetadata || out.as == asMetadataList; {
+	case meta && out.metaGV.Version == "v1beta1":
+		f = formProtobufMetadataBetaObject
+	case meta:
+		f = formProtobufMetadataObject
+	default:
+		f = formProtobufObject
+	}
+	if out.dropManagedFields {
+		f++ // each form's NoManagedFields variant follows it
+	}
+	return h.forms.get(o, f, func(o *object.Object) ([]byte, error) {
+		msg, err := h.protoMessage(out, res, o)
+		if err != nil {
+			return nil, err
+		}
+		return kubeproto.Object(protoKind(out, res), msg), nil
+	})
+}
+
 // protoKind is the kind a protobuf object answer or event is typed as.
 func protoKind(out *output, res pipeline.Served) schema.GroupVersionKind {
 	if out.as == asMetadata {
@@ -56,13 +81,13 @@ func protoKind(out *output, res pipeline.Served) schema.GroupVersionKind {
 
 // writeProtoObject answers a get in protobuf.
 func (h *Handler) writeProtoObject(w http.ResponseWriter, out *output, res pipeline.Served, o *object.Object) {
-	msg, err := h.protoMessage(out, res, o)
+	obj, err := h.protoObject(out, res, o)
 	if err != nil {
 		writeStatus(w, asStatus(err))
 		return
 	}
 	w.Header().Set("Content-Type", contentTypeProtobuf)
-	_, _ = w.Write(kubeproto.Object(protoKind(out, res), msg))
+	_, _ = w.Write(obj)
 }
 
 // writeProtoList answers a list in protobuf: the items' messages, each
@@ -88,22 +113,36 @@ func (h *Handler) writeProtoList(w http.ResponseWriter, out *output, res pipelin
 	_ = b.Flush()
 }
 
-// protoEvent is one watch event's frame: obj the event's object, or for
-// a bookmark (object nil) the bookmark object's JSON.
-func (h *Handler) protoEvent(out *output, res pipeline.Served, typ string, o *object.Object, bookmark []byte) []byte {
-	var msg []byte
+// writeProtoEvent writes one protobuf watch frame to b: o's shared
+// envelope after a header of its own, or for a bookmark (o nil) the
+// bookmark object's JSON encoded for this event alone; an object that
+// cannot be encoded is an ERROR frame.
+func (h *Handler) writeProtoEvent(b *bufio.Writer, out *output, res pipeline.Served, typ string, o *object.Object, bookmark []byte) error {
+	var obj []byte
 	var err error
-	if o != nil {
-		msg, err = h.protoMessage(out, res, o)
-	} else if out.as == asMetadata {
-		msg, err = kubeproto.PartialMessage(bookmark)
-	} else {
-		msg, err = kubeproto.Message(kindOf(res), bookmark)
+	switch {
+	case o != nil:
+		obj, err = h.protoObject(out, res, o)
+	case out.as == asMetadata:
+		var msg []byte
+		if msg, err = kubeproto.PartialMessage(bookmark); err == nil {
+			obj = kubeproto.Object(protoKind(out, res), msg)
+		}
+	default:
+		var msg []byte
+		if msg, err = kubeproto.Message(kindOf(res), bookmark); err == nil {
+			obj = kubeproto.Object(protoKind(out, res), msg)
+		}
 	}
 	if err != nil {
-		return kubeproto.WatchFrame("ERROR", kubeproto.Status(asStatus(err)))
+		typ, obj = "ERROR", kubeproto.Status(asStatus(err))
 	}
-	return kubeproto.WatchFrame(typ, kubeproto.Object(protoKind(out, res), msg))
+	var hdr [32]byte
+	if _, err := b.Write(kubeproto.AppendWatchFrameHeader(hdr[:0], typ, obj)); err != nil {
+		return err
+	}
+	_, err = b.Write(obj)
+	return err
 }
 
 // protobufErrors rewrites a JSON Status answer (a failure) in protobuf,

@@ -176,7 +176,7 @@ func (e *eventWriter) write(items []fanout.Item) bool {
 			continue
 		}
 		if e.out.media == mediaProtobuf {
-			e.frame(e.h.protoEvent(e.out, e.res, string(it.Type), it.Object, nil))
+			e.protoEvent(string(it.Type), it.Object, nil)
 			continue
 		}
 		var obj []byte
@@ -210,7 +210,7 @@ func (e *eventWriter) bookmark(rv string, end bool) bool {
 	}
 	obj := fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,"metadata":%s}`, e.res.Resolved().Kind, gvr.GroupVersion().String(), meta)
 	if e.out.media == mediaProtobuf {
-		e.frame(e.h.protoEvent(e.out, e.res, string(watch.Bookmark), nil, obj))
+		e.protoEvent(string(watch.Bookmark), nil, obj)
 		return !e.failed
 	}
 	switch e.out.as {
@@ -237,6 +237,16 @@ func (e *eventWriter) raw(typ string, obj []byte) {
 	_, _ = e.b.WriteString(`","object":`)
 	_, _ = e.b.Write(obj)
 	if _, err := e.b.WriteString("}\n"); err != nil {
+		e.failed = true
+	}
+}
+
+// protoEvent writes one protobuf watch event.
+func (e *eventWriter) protoEvent(typ string, o *object.Object, bookmark []byte) {
+	if e.failed {
+		return
+	}
+	if err := e.h.writeProtoEvent(e.b, e.out, e.res, typ, o, bookmark); err != nil {
 		e.failed = true
 	}
 }

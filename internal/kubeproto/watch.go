@@ -19,6 +19,14 @@ const (
 // Object.Raw is obj, the event's object from Object, or Status for an ERROR
 // event. eventType is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR.
 func WatchFrame(eventType string, obj []byte) []byte {
+	b := AppendWatchFrameHeader(nil, eventType, obj)
+	return append(b, obj...)
+}
+
+// AppendWatchFrameHeader appends to b what WatchFrame puts before obj, so
+// that a writer can send a shared obj without copying it into each frame.
+// obj nil is an event without an object.
+func AppendWatchFrameHeader(b []byte, eventType string, obj []byte) []byte {
 	rawExt := 0
 	if obj != nil {
 		rawExt = protowire.SizeTag(rawExtensionRaw) + protowire.SizeBytes(len(obj))
@@ -26,15 +34,14 @@ func WatchFrame(eventType string, obj []byte) []byte {
 	event := protowire.SizeTag(watchEventType) + protowire.SizeBytes(len(eventType)) +
 		protowire.SizeTag(watchEventObject) + protowire.SizeBytes(rawExt)
 
-	b := make([]byte, 4, 4+event)
-	binary.BigEndian.PutUint32(b, uint32(event))
+	b = binary.BigEndian.AppendUint32(b, uint32(event))
 	b = protowire.AppendTag(b, watchEventType, protowire.BytesType)
 	b = protowire.AppendString(b, eventType)
 	b = protowire.AppendTag(b, watchEventObject, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(rawExt))
 	if obj != nil {
 		b = protowire.AppendTag(b, rawExtensionRaw, protowire.BytesType)
-		b = protowire.AppendBytes(b, obj)
+		b = protowire.AppendVarint(b, uint64(len(obj)))
 	}
 	return b
 }
