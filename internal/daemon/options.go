@@ -132,6 +132,10 @@ type Options struct {
 	// ContinueLifetime is how long a Kubernetes API list's continue
 	// tokens are valid (--continue-lifetime).
 	ContinueLifetime time.Duration
+	// ConsistentReadFallback is what a consistent read gets when the cache
+	// cannot serve it in time (--consistent-read-fallback): forward or
+	// refuse.
+	ConsistentReadFallback string
 	// KubeAPICompression gzips large Kubernetes API answers and WatchList
 	// streams for clients that accept gzip, as the API server does
 	// (--kube-api-compression).
@@ -194,6 +198,7 @@ func NewOptions() Options {
 		ConsistentReadTimeout:   kubeapi.DefaultConsistentWait,
 		ContinueLifetime:        kubeapi.DefaultContinueLifetime,
 		KubeAPICompression:      true,
+		ConsistentReadFallback:  kubeapi.FallbackForward,
 	}
 }
 
@@ -274,6 +279,7 @@ func (o *Options) addLimitFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.MaxRequestBytes, "max-request-bytes", o.MaxRequestBytes, "largest request message accepted")
 	fs.IntVar(&o.MaxPageSize, "max-page-size", o.MaxPageSize, "most objects in one List page (a larger limit is clamped)")
 	fs.DurationVar(&o.ContinueLifetime, "continue-lifetime", o.ContinueLifetime, "Kubernetes API: how long a list's continue token is valid; an older one is 410 Expired with an inconsistent continue token, as the API server's after etcd compaction (set it to the API server's --etcd-compaction-interval)")
+	fs.StringVar(&o.ConsistentReadFallback, "consistent-read-fallback", o.ConsistentReadFallback, "Kubernetes API: what a consistent read gets when the cache cannot be shown current within --consistent-read-timeout: forward (to the API server with the caller's credentials; 429 without them) or refuse (429 Retry-After: 1)")
 	fs.BoolVar(&o.KubeAPICompression, "kube-api-compression", o.KubeAPICompression, "Kubernetes API: gzip a get or list answer over 128 KiB, and a WatchList stream, for a client that sends Accept-Encoding: gzip, as the API server does; turn it off for sidecars on loopback, where it only costs CPU")
 	fs.DurationVar(&o.ConsistentReadTimeout, "consistent-read-timeout", o.ConsistentReadTimeout, "Kubernetes API: how long a read waits for the cache to reach the API server's resourceVersion (a consistent read, or a resourceVersion ahead of the cache) before it is refused with 429 (consistent) or forwarded (ahead)")
 	fs.DurationVar(&o.KeepaliveTime, "keepalive-time", o.KeepaliveTime, "ping a client connection idle this long, to find clients that vanished without closing")

@@ -66,14 +66,21 @@ resources:
 // until the test ends.
 func startKubeAPI(t *testing.T, ns string) *kubeAPI {
 	t.Helper()
+	return startKubeAPIConfig(t, ns, fmt.Sprintf(kubeAPIConfig, ns))
+}
+
+// startKubeAPIConfig is startKubeAPI with the configuration yaml, the
+// client also reading what read allows everywhere.
+func startKubeAPIConfig(t *testing.T, ns, yaml string, read ...rbacv1.PolicyRule) *kubeAPI {
+	t.Helper()
 	ctx := context.Background()
 	kube := kubernetes.NewForConfigOrDie(env.Config)
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	token := clientToken(t, kube, ns)
+	token := clientToken(t, kube, ns, read...)
 
-	c, err := config.Parse(fmt.Appendf(nil, kubeAPIConfig, ns))
+	c, err := config.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +114,7 @@ func startKubeAPI(t *testing.T, ns string) *kubeAPI {
 // configmaps and pods there and read them (and events, for kubectl
 // describe) everywhere, and returns a token of it for the API server's
 // audience.
-func clientToken(t *testing.T, kube *kubernetes.Clientset, ns string) string {
+func clientToken(t *testing.T, kube *kubernetes.Clientset, ns string, read ...rbacv1.PolicyRule) string {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "client"}}, metav1.CreateOptions{}); err != nil {
@@ -130,7 +137,7 @@ func clientToken(t *testing.T, kube *kubernetes.Clientset, ns string) string {
 	}
 	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "client-" + ns},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: append(resources, "events"), Verbs: []string{"get", "list", "watch"}}},
+		Rules:      append([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: append(resources, "events"), Verbs: []string{"get", "list", "watch"}}}, read...),
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/buger/jsonparser"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/informerd/informerd/internal/pipeline"
@@ -25,11 +26,13 @@ import (
 // prober). A cache restored from --state-dir answers none until the API
 // server has confirmed it.
 //
-// A read the cache cannot serve so within ConsistentWait gets the API
-// server's own answer when its watch cache is not fresh in time: 429
-// TooManyRequests with Retry-After: 1 (since 1.37 it no longer falls back
-// to etcd), which clients retry. So does a read when the API server cannot
-// be asked: a consistent read is fresh or an error, never stale.
+// A read the cache cannot serve so within ConsistentWait is forwarded to
+// the API server with the caller's credentials (FallbackForward, the
+// default), or gets the API server's own answer when its watch cache is not
+// fresh in time: 429 TooManyRequests with Retry-After: 1 (since 1.37 it no
+// longer falls back to etcd), which clients retry. So does a read when the
+// API server cannot be asked: a consistent read is fresh or an error,
+// never stale.
 
 // Outcomes of a consistent read, the outcome label of
 // informerd_kube_api_consistent_reads_total.
@@ -66,10 +69,35 @@ func (h *Handler) consistent(ctx context.Context, res pipeline.Served, namespace
 	}
 	h.opts.Observer.ConsistentRead(res.Name(), outcome)
 	if outcome == OutcomeBehind {
-		return tooManyRequests(fmt.Sprintf("Too large resource version: %s, current: %s", target, res.Cache().Stats().ResourceVersion))
+		err := tooManyRequests(fmt.Sprintf("Too large resource version: %s, current: %s", target, res.Cache().Stats().ResourceVersion))
+		if h.opts.ConsistentFallback == FallbackForward {
+			return &behindError{err: err.(*apierrors.StatusError)}
+		}
+		return err
 	}
 	return nil
 }
+
+// Fallbacks of a consistent read the cache cannot serve in time
+// (Options.ConsistentFallback, --consistent-read-fallback).
+const (
+	// FallbackForward forwards it to the API server with the caller's
+	// credentials; a caller without a bearer token gets the 429.
+	FallbackForward = "forward"
+	// FallbackRefuse answers 429 with Retry-After: 1.
+	FallbackRefuse = "refuse"
+)
+
+// behindError is a consistent read the cache could not serve in time,
+// forwarded (FallbackForward): the API server answers it from its watch
+// cache, or from etcd for a resource it keeps none of (events, by
+// default), whose watches carry no bookmarks that could prove informerd's
+// cache current. A caller informerd cannot forward for gets the 429.
+type behindError struct{ err *apierrors.StatusError }
+
+func (e *behindError) Error() string { return e.err.Error() }
+
+func (e *behindError) status() *metav1.Status { return statusOf(e.err) }
 
 // await waits, until wctx ends, for res's cache to reach target and be
 // confirmed by the API server, asking the prober for a proof when it is

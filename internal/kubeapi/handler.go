@@ -111,6 +111,10 @@ type Options struct {
 	// ConsistentWait bounds how long a consistent read waits for the cache
 	// to reach the API server's current resourceVersion.
 	ConsistentWait time.Duration
+	// ConsistentFallback is what a consistent read gets when the cache
+	// cannot serve it within ConsistentWait: FallbackForward (the
+	// default) or FallbackRefuse.
+	ConsistentFallback string
 	// ContinueLifetime is how long a list's continue tokens are valid
 	// (default DefaultContinueLifetime). An older one is 410 Expired with
 	// an inconsistent continue token, as the API server's once etcd has
@@ -165,6 +169,13 @@ func New(o Options) (*Handler, error) {
 	}
 	if o.ConsistentWait <= 0 {
 		o.ConsistentWait = DefaultConsistentWait
+	}
+	switch o.ConsistentFallback {
+	case "":
+		o.ConsistentFallback = FallbackForward
+	case FallbackForward, FallbackRefuse:
+	default:
+		return nil, fmt.Errorf("kubeapi: consistent-read fallback %q: want %q or %q", o.ConsistentFallback, FallbackForward, FallbackRefuse)
 	}
 	if o.DiscoveryTTL <= 0 {
 		o.DiscoveryTTL = DefaultDiscoveryTTL

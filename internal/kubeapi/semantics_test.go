@@ -519,3 +519,46 @@ func sameAs[T any](t *testing.T, what string, want, got T) {
 		t.Errorf("%s:\n informerd      %s\n the API server %s", what, g, w)
 	}
 }
+
+// TestConsistentReadOfEvents: the API server keeps no watch cache of
+// events, so no bookmark can prove a quiet events cache current. A
+// consistent read informerd cannot serve in time is forwarded with the
+// caller's token (the API server answers it from etcd), and refused with
+// the 429 for a caller without one, or with --consistent-read-fallback
+// refuse.
+func TestConsistentReadOfEvents(t *testing.T) {
+	ns := namespace("kapi-events")
+	const cfg = "resources: [{resource: events}, {resource: configmaps}]"
+	f := setupUpstream(t, ns, cfg, env.Config, func(o *kubeapi.Options) { o.ConsistentWait = time.Second })
+	refuse := setupUpstream(t, namespace("kapi-events-refuse"), cfg, env.Config, func(o *kubeapi.Options) {
+		o.ConsistentWait, o.ConsistentFallback = time.Second, kubeapi.FallbackRefuse
+	})
+	ctx := testContext(t)
+	ev, err := f.direct.CoreV1().Events(ns).Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e1"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "p"}, Reason: "R"}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.waitRV(t, "events", ev.ResourceVersion)
+	// Writes elsewhere move the API server past the quiet events cache.
+	for i := range 3 {
+		if _, err := f.direct.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c%d", i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	token := adminToken(t, f.direct, ns)
+	withToken := rest.CopyConfig(f.cachedConfig)
+	withToken.BearerToken = token
+	path := "/api/v1/namespaces/" + ns + "/events"
+	a := raw(t, withToken, path, "")
+	if a.code != http.StatusOK || !bytes.Contains(a.body, []byte(`"name":"e1"`)) {
+		t.Fatalf("a consistent list of events with a token: %d %s, want the API server's 200", a.code, a.body)
+	}
+	if a := raw(t, f.cachedConfig, path, ""); a.code != http.StatusTooManyRequests || a.retryAfter != "1" {
+		t.Fatalf("without a token: %d, Retry-After %q, want 429 and 1", a.code, a.retryAfter)
+	}
+	rc := rest.CopyConfig(refuse.cachedConfig)
+	rc.BearerToken = token
+	if a := raw(t, rc, "/api/v1/namespaces/"+ns+"/events", ""); a.code != http.StatusTooManyRequests {
+		t.Fatalf("with the fallback refuse: %d, want 429", a.code)
+	}
+}
