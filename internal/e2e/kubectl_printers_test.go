@@ -62,7 +62,8 @@ func cellsOf(out string) string {
 // through informerd with the API server's, cell by cell (ages aside), for
 // every built-in type of issue 34's list, with objects in several states:
 // pending, running and completed pods, ready and not-ready nodes, a
-// completed job.
+// completed job; and kubectl get --field-selector on fields no index
+// reads.
 func TestKubectlPrinters(t *testing.T) {
 	ns := "kubectl-printers"
 	k := startKubeAPIConfig(t, ns, printersConfig, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}})
@@ -163,6 +164,27 @@ func TestKubectlPrinters(t *testing.T) {
 
 	// No wait for the caches: kubectl's lists are consistent reads, which
 	// informerd answers only once its cache is current.
+	// Field selectors the API server serves, read from the cache.
+	for _, args := range [][]string{
+		{"get", "pods", "--field-selector", "status.phase=Running"},
+		{"get", "pods", "--field-selector", "status.phase!=Succeeded,spec.nodeName=printers-n1", "-o", "wide"},
+		{"get", "services", "--field-selector", "spec.type=NodePort"},
+		{"get", "secrets", "--field-selector", "type=Opaque"},
+		{"get", "events", "--field-selector", "involvedObject.name=p1,reason=Started"},
+		{"get", "jobs", "--field-selector", "status.successful=1"},
+		{"get", "nodes", "--field-selector", "spec.unschedulable=false,metadata.name=printers-n2"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			direct := k.kubectl(t, k.direct, "", args...)
+			cached := k.kubectl(t, k.cached, "", args...)
+			direct.Stdout, cached.Stdout = cellsOf(direct.Stdout), cellsOf(cached.Stdout)
+			sameAsDirect(t, "kubectl "+strings.Join(args, " "), direct, cached)
+			if strings.Count(direct.Stdout, "\n") < 1 {
+				t.Errorf("kubectl printed no rows: %q %q", direct.Stdout, direct.Stderr)
+			}
+		})
+	}
+
 	for _, typ := range []string{"pods", "nodes", "services", "endpointslices", "configmaps", "secrets", "namespaces", "deployments", "replicasets",
 		"statefulsets", "daemonsets", "jobs", "events", "leases"} {
 		for _, wide := range []bool{false, true} {
