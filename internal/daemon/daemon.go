@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"time"
 
@@ -40,6 +41,7 @@ import (
 	"github.com/informerd/informerd/internal/kubeapi"
 	"github.com/informerd/informerd/internal/metrics"
 	"github.com/informerd/informerd/internal/pipeline"
+	"github.com/informerd/informerd/internal/selfcert"
 	"github.com/informerd/informerd/internal/server"
 	"github.com/informerd/informerd/internal/state"
 	"github.com/informerd/informerd/internal/transport"
@@ -76,7 +78,10 @@ type Daemon struct {
 	auditor *audit.Auditor
 	// certs are the reloading TLS files of the listeners; Run watches them.
 	// grpcCert is the gRPC listener's, which the Kubernetes API shares.
-	certs    []*transport.TLS
+	certs []*transport.TLS
+	// selfCert renews the listeners' own loopback certificate
+	// (--kube-api-tls-self-signed); nil without it.
+	selfCert *selfcert.Issuer
 	grpcCert *transport.TLS
 
 	grpcLis, metricsLis, kubeLis net.Listener
@@ -150,6 +155,14 @@ func New(o Options, log *slog.Logger) (*Daemon, error) {
 // restConfig (nil for a leaf without --auth-mode=kubernetes), opens the
 // listeners and builds the HTTP server.
 func (d *Daemon) build(o Options, cfg *config.Config, restConfig *rest.Config) error {
+	if o.KubeAPISelfSignedCA != "" {
+		issuer, err := selfSigned(o)
+		if err != nil {
+			return err
+		}
+		d.selfCert = issuer
+		o.TLS.CertFile, o.TLS.KeyFile = issuer.CertFile(), issuer.KeyFile()
+	}
 	creds, metricsTLS, err := d.loadTLS(o)
 	if err != nil {
 		return err
@@ -187,6 +200,26 @@ func (d *Daemon) newLeaf(o Options, cfg *config.Config) (*Daemon, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// selfSigned issues the listeners' loopback certificate
+// (--kube-api-tls-self-signed), its CA kept in --state-dir/tls across
+// restarts (so the app's copy stays valid), else in a temporary folder.
+func selfSigned(o Options) (*selfcert.Issuer, error) {
+	dir := ""
+	if o.StateDir != "" {
+		dir = filepath.Join(o.StateDir, "tls")
+	} else {
+		var err error
+		if dir, err = os.MkdirTemp("", "informerd-tls-"); err != nil {
+			return nil, fmt.Errorf("--kube-api-tls-self-signed: %w", err)
+		}
+	}
+	issuer, err := selfcert.New(selfcert.Options{Dir: dir, CAOut: o.KubeAPISelfSignedCA})
+	if err != nil {
+		return nil, fmt.Errorf("--kube-api-tls-self-signed: %w", err)
+	}
+	return issuer, nil
 }
 
 // openState opens and locks --state-dir for the cluster of c.

@@ -136,6 +136,11 @@ type Options struct {
 	// cannot serve it in time (--consistent-read-fallback): forward or
 	// refuse.
 	ConsistentReadFallback string
+	// KubeAPISelfSignedCA, when set, serves the listeners with a loopback
+	// certificate informerd issues and renews itself, from a CA of its own
+	// published at this path (--kube-api-tls-self-signed): a sidecar's
+	// TLS without cert-manager.
+	KubeAPISelfSignedCA string
 	// KubeAPICompression gzips large Kubernetes API answers and WatchList
 	// streams for clients that accept gzip, as the API server does
 	// (--kube-api-compression).
@@ -280,6 +285,7 @@ func (o *Options) addLimitFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.MaxPageSize, "max-page-size", o.MaxPageSize, "most objects in one List page (a larger limit is clamped)")
 	fs.DurationVar(&o.ContinueLifetime, "continue-lifetime", o.ContinueLifetime, "Kubernetes API: how long a list's continue token is valid; an older one is 410 Expired with an inconsistent continue token, as the API server's after etcd compaction (set it to the API server's --etcd-compaction-interval)")
 	fs.StringVar(&o.ConsistentReadFallback, "consistent-read-fallback", o.ConsistentReadFallback, "Kubernetes API: what a consistent read gets when the cache cannot be shown current within --consistent-read-timeout: forward (to the API server with the caller's credentials; 429 without them) or refuse (429 Retry-After: 1)")
+	fs.StringVar(&o.KubeAPISelfSignedCA, "kube-api-tls-self-signed", o.KubeAPISelfSignedCA, "serve the Kubernetes API (and gRPC) over TLS with a certificate for 127.0.0.1, ::1 and localhost that informerd issues from a CA of its own and renews before it expires, and publish the CA at this path (a volume shared with the app, mounted as its service account's ca.crt); the CA's key is kept in --state-dir/tls when set. Instead of --tls-cert-file")
 	fs.BoolVar(&o.KubeAPICompression, "kube-api-compression", o.KubeAPICompression, "Kubernetes API: gzip a get or list answer over 128 KiB, and a WatchList stream, for a client that sends Accept-Encoding: gzip, as the API server does; turn it off for sidecars on loopback, where it only costs CPU")
 	fs.DurationVar(&o.ConsistentReadTimeout, "consistent-read-timeout", o.ConsistentReadTimeout, "Kubernetes API: how long a read waits for the cache to reach the API server's resourceVersion (a consistent read, or a resourceVersion ahead of the cache) before it is refused with 429 (consistent) or forwarded (ahead)")
 	fs.DurationVar(&o.KeepaliveTime, "keepalive-time", o.KeepaliveTime, "ping a client connection idle this long, to find clients that vanished without closing")
@@ -322,8 +328,11 @@ func (o Options) config() (*config.Config, error) {
 // validate checks o against cfg. It returns a warning to log loudly when
 // plaintext is allowed on a non-loopback address.
 func (o Options) validate(cfg *config.Config) (warning string, err error) {
+	if o.KubeAPISelfSignedCA != "" && (o.TLS.CertFile != "" || o.TLS.KeyFile != "" || o.Creds != nil) {
+		return "", errors.New("--kube-api-tls-self-signed issues the serving certificate itself: drop --tls-cert-file and --tls-key-file")
+	}
 	warning, err = transport.Security{
-		Address: o.GRPCAddress, TLS: o.TLS.CertFile != "" || o.Creds != nil, ClientCA: o.TLS.ClientCAFile != "",
+		Address: o.GRPCAddress, TLS: o.TLS.CertFile != "" || o.Creds != nil || o.KubeAPISelfSignedCA != "", ClientCA: o.TLS.ClientCAFile != "",
 		AuthMode: o.AuthMode, AllowPlaintext: o.AllowPlaintext,
 	}.Check()
 	if err != nil {
@@ -331,7 +340,7 @@ func (o Options) validate(cfg *config.Config) (warning string, err error) {
 	}
 	if o.KubeAPIAddress != "" {
 		kwarn, err := transport.Security{
-			Address: o.KubeAPIAddress, TLS: o.TLS.CertFile != "", ClientCA: o.TLS.ClientCAFile != "",
+			Address: o.KubeAPIAddress, TLS: o.TLS.CertFile != "" || o.KubeAPISelfSignedCA != "", ClientCA: o.TLS.ClientCAFile != "",
 			AuthMode: o.AuthMode, AllowPlaintext: o.AllowPlaintext,
 		}.Check()
 		if err != nil {

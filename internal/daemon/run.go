@@ -28,6 +28,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for _, t := range d.certs {
 		g.Add(func() error { return t.Run(ctx) }, func(error) { cancel() })
 	}
+	if d.selfCert != nil {
+		g.Add(func() error { return d.selfCert.Run(ctx) }, func(error) { cancel() })
+	}
 	g.Add(func() error { return health.SyncGRPC(ctx, d.caches, d.healthSrv, d.log) }, func(error) { cancel() })
 	if c := d.checkLater; c != nil {
 		checked := make(chan struct{})
