@@ -75,7 +75,7 @@ func TestManifests(t *testing.T) {
 	// The tiered example's leaf config names ${NODE_NAME}, which its
 	// DaemonSet sets from the downward API.
 	t.Setenv("NODE_NAME", "node-1")
-	for _, dir := range []string{"base", "examples/sidecar", "examples/kube-api-sidecar", "examples/shared-client", "examples/shared-statefulset", "examples/tiered", "monitoring"} {
+	for _, dir := range []string{"base", "inject", "examples/sidecar", "examples/kube-api-sidecar", "examples/shared-client", "examples/shared-statefulset", "examples/tiered", "monitoring"} {
 		t.Run(dir, func(t *testing.T) {
 			objs := render(t, dir)
 			client := dynamic.NewForConfigOrDie(env.Config)
@@ -122,7 +122,7 @@ func TestManifests(t *testing.T) {
 					sawConfig = true
 				}
 			}
-			if !sawConfig && dir != "monitoring" && dir != "examples/shared-client" {
+			if !sawConfig && dir != "monitoring" && dir != "examples/shared-client" && dir != "inject" { // inject: each injected namespace has its own
 				t.Error("no informerd config in the rendered manifests")
 			}
 		})
