@@ -128,6 +128,10 @@ func Decide(pod *corev1.Pod, namespaceEnabled bool) Decision {
 // pod is not changed.
 func Mutate(pod *corev1.Pod, configMap string, o Options) *corev1.Pod {
 	p := pod.DeepCopy()
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels["informerd.io/sidecar"] = "true"
 	if p.Spec.ServiceAccountName == "" {
 		// What the ServiceAccount admission plugin sets, before webhooks,
 		// where it runs; the token projection needs it.
@@ -145,7 +149,9 @@ func Mutate(pod *corev1.Pod, configMap string, o Options) *corev1.Pod {
 			"--metrics-address=:" + strconv.Itoa(o.MetricsPort),
 			"--state-dir=" + stateDir,
 		},
-		Ports:     []corev1.ContainerPort{{Name: "informerd-mtx", ContainerPort: int32(o.MetricsPort)}},
+		// deploy/monitoring's PodMonitor scrapes this port of pods labelled
+		// informerd.io/sidecar=true.
+		Ports:     []corev1.ContainerPort{{Name: "informerd-http", ContainerPort: int32(o.MetricsPort)}},
 		Resources: o.Resources,
 		StartupProbe: &corev1.Probe{
 			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(int32(o.MetricsPort))}},
