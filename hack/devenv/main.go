@@ -43,6 +43,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	caFile := filepath.Join(*workDir, "informerd-ca.crt")
 	kubeconfig := os.Getenv("KUBECONFIG")
 	if kubeconfig != "" {
 		log.Info("KUBECONFIG is set: running informerd against that cluster", "kubeconfig", kubeconfig)
@@ -72,13 +73,20 @@ func run() error {
 			"try", "KUBECONFIG="+kubeconfig+" kubectl get pods -A (if you have kubectl)")
 		seedCtx, cancel := context.WithTimeout(ctx, time.Minute)
 		err = seed(seedCtx, env)
+		if err == nil {
+			err = writeInformerdKubeconfig(seedCtx, env, filepath.Join(*workDir, "informerd.kubeconfig"), caFile)
+		}
 		cancel()
 		if err != nil {
 			return fmt.Errorf("create sample objects: %w", err)
 		}
+		log.Info("informerd serves the Kubernetes API on "+kubeAPIAddress, "try", "bin/controlplane/current/kubectl --kubeconfig "+filepath.Join(*workDir, "informerd.kubeconfig")+" get pods -A")
 	}
 
-	cmd := exec.Command(args[0], append([]string{"--kubeconfig", kubeconfig, "--config", *configPath}, args[1:]...)...)
+	// The Kubernetes API with a certificate informerd makes and renews
+	// itself, its CA where the kubeconfig above looks for it.
+	flags := []string{"--kubeconfig", kubeconfig, "--config", *configPath, "--kube-api-address", kubeAPIAddress, "--kube-api-tls-self-signed", caFile}
+	cmd := exec.Command(args[0], append(flags, args[1:]...)...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start informerd: %w", err)

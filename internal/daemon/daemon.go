@@ -77,12 +77,14 @@ type Daemon struct {
 	// nil when off.
 	auditor *audit.Auditor
 	// certs are the reloading TLS files of the listeners; Run watches them.
-	// grpcCert is the gRPC listener's, which the Kubernetes API shares.
+	// grpcCert is the gRPC listener's, which the Kubernetes API shares
+	// unless it has a self-signed one of its own (kubeCert).
 	certs []*transport.TLS
 	// selfCert renews the listeners' own loopback certificate
 	// (--kube-api-tls-self-signed); nil without it.
 	selfCert *selfcert.Issuer
 	grpcCert *transport.TLS
+	kubeCert *transport.TLS
 
 	grpcLis, metricsLis, kubeLis net.Listener
 	grpcTLS                      bool
@@ -155,17 +157,22 @@ func New(o Options, log *slog.Logger) (*Daemon, error) {
 // restConfig (nil for a leaf without --auth-mode=kubernetes), opens the
 // listeners and builds the HTTP server.
 func (d *Daemon) build(o Options, cfg *config.Config, restConfig *rest.Config) error {
+	creds, metricsTLS, err := d.loadTLS(o)
+	if err != nil {
+		return err
+	}
+	d.kubeCert = d.grpcCert
 	if o.KubeAPISelfSignedCA != "" {
 		issuer, err := selfSigned(o)
 		if err != nil {
 			return err
 		}
-		d.selfCert = issuer
-		o.TLS.CertFile, o.TLS.KeyFile = issuer.CertFile(), issuer.KeyFile()
-	}
-	creds, metricsTLS, err := d.loadTLS(o)
-	if err != nil {
-		return err
+		t, err := transport.NewTLS("kube-api", transport.TLSFiles{CertFile: issuer.CertFile(), KeyFile: issuer.KeyFile(), ClientCAFile: o.TLS.ClientCAFile})
+		if err != nil {
+			return fmt.Errorf("--kube-api-tls-self-signed: %w", err)
+		}
+		d.selfCert, d.kubeCert = issuer, t
+		d.certs = append(d.certs, t)
 	}
 	d.grpcTLS = creds != nil
 	if err := d.wire(o, cfg, restConfig, creds); err != nil {
@@ -344,8 +351,8 @@ func (d *Daemon) listen(o Options, metricsTLS *transport.TLS) error {
 		return err
 	}
 	d.kubeSrv = &http.Server{Handler: d.kubeAPI, ReadHeaderTimeout: 10 * time.Second}
-	if d.grpcCert != nil {
-		d.kubeLis = tls.NewListener(d.kubeLis, d.grpcCert.Config())
+	if d.kubeCert != nil {
+		d.kubeLis = tls.NewListener(d.kubeLis, d.kubeCert.Config())
 	} else {
 		// Plaintext (loopback or a Unix socket): HTTP/1.1 and HTTP/2
 		// without TLS (h2c, prior knowledge).
@@ -366,7 +373,7 @@ func (d *Daemon) KubeAPIURL() string {
 		return d.kubeLis.Addr().String()
 	}
 	scheme := "http"
-	if d.grpcCert != nil {
+	if d.kubeCert != nil {
 		scheme = "https"
 	}
 	return scheme + "://" + d.kubeLis.Addr().String()

@@ -285,7 +285,7 @@ func (o *Options) addLimitFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.MaxPageSize, "max-page-size", o.MaxPageSize, "most objects in one List page (a larger limit is clamped)")
 	fs.DurationVar(&o.ContinueLifetime, "continue-lifetime", o.ContinueLifetime, "Kubernetes API: how long a list's continue token is valid; an older one is 410 Expired with an inconsistent continue token, as the API server's after etcd compaction (set it to the API server's --etcd-compaction-interval)")
 	fs.StringVar(&o.ConsistentReadFallback, "consistent-read-fallback", o.ConsistentReadFallback, "Kubernetes API: what a consistent read gets when the cache cannot be shown current within --consistent-read-timeout: forward (to the API server with the caller's credentials; 429 without them) or refuse (429 Retry-After: 1)")
-	fs.StringVar(&o.KubeAPISelfSignedCA, "kube-api-tls-self-signed", o.KubeAPISelfSignedCA, "serve the Kubernetes API (and gRPC) over TLS with a certificate for 127.0.0.1, ::1 and localhost that informerd issues from a CA of its own and renews before it expires, and publish the CA at this path (a volume shared with the app, mounted as its service account's ca.crt); the CA's key is kept in --state-dir/tls when set. Instead of --tls-cert-file")
+	fs.StringVar(&o.KubeAPISelfSignedCA, "kube-api-tls-self-signed", o.KubeAPISelfSignedCA, "serve the Kubernetes API over TLS with a certificate for 127.0.0.1, ::1 and localhost that informerd issues from a CA of its own and renews before it expires, and publish the CA at this path (a volume shared with the app, mounted as its service account's ca.crt); the CA's key is kept in --state-dir/tls when set. gRPC keeps --tls-cert-file, or plaintext on loopback")
 	fs.BoolVar(&o.KubeAPICompression, "kube-api-compression", o.KubeAPICompression, "Kubernetes API: gzip a get or list answer over 128 KiB, and a WatchList stream, for a client that sends Accept-Encoding: gzip, as the API server does; turn it off for sidecars on loopback, where it only costs CPU")
 	fs.DurationVar(&o.ConsistentReadTimeout, "consistent-read-timeout", o.ConsistentReadTimeout, "Kubernetes API: how long a read waits for the cache to reach the API server's resourceVersion (a consistent read, or a resourceVersion ahead of the cache) before it is refused with 429 (consistent) or forwarded (ahead)")
 	fs.DurationVar(&o.KeepaliveTime, "keepalive-time", o.KeepaliveTime, "ping a client connection idle this long, to find clients that vanished without closing")
@@ -328,11 +328,8 @@ func (o Options) config() (*config.Config, error) {
 // validate checks o against cfg. It returns a warning to log loudly when
 // plaintext is allowed on a non-loopback address.
 func (o Options) validate(cfg *config.Config) (warning string, err error) {
-	if o.KubeAPISelfSignedCA != "" && (o.TLS.CertFile != "" || o.TLS.KeyFile != "" || o.Creds != nil) {
-		return "", errors.New("--kube-api-tls-self-signed issues the serving certificate itself: drop --tls-cert-file and --tls-key-file")
-	}
 	warning, err = transport.Security{
-		Address: o.GRPCAddress, TLS: o.TLS.CertFile != "" || o.Creds != nil || o.KubeAPISelfSignedCA != "", ClientCA: o.TLS.ClientCAFile != "",
+		Address: o.GRPCAddress, TLS: o.TLS.CertFile != "" || o.Creds != nil, ClientCA: o.TLS.ClientCAFile != "",
 		AuthMode: o.AuthMode, AllowPlaintext: o.AllowPlaintext,
 	}.Check()
 	if err != nil {

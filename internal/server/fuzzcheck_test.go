@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apiserver/pkg/sharding"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
 	"github.com/informerd/informerd/internal/indexer"
@@ -69,6 +70,15 @@ func (fx *fuzzFixture) requestProblem(resource string, sel *pb.Selector) (codes.
 		return codes.InvalidArgument, m, refSelection{}
 	}
 	ref := refSelection{ns: sel.GetNamespace(), labels: ls}
+	if expr := sel.GetShardSelector(); expr != "" {
+		shard, err := sharding.Parse(expr)
+		if err != nil {
+			return codes.InvalidArgument, m, refSelection{}
+		}
+		if !shard.Empty() {
+			ref.shard = shard
+		}
+	}
 	if ix := sel.GetIndex(); ix != nil {
 		if !slices.Contains(m.indexes, ix.GetName()) || len(ix.GetValues()) == 0 {
 			return codes.InvalidArgument, m, refSelection{}

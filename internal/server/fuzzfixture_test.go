@@ -11,8 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	apisharding "k8s.io/apimachinery/pkg/sharding"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 
@@ -84,8 +87,8 @@ func (s spec) unstructured(kind string, rv uint64) *unstructured.Unstructured {
 // view is what the reference selection reads from an object's JSON.
 type view struct {
 	Metadata struct {
-		Namespace, Name string
-		Labels          map[string]string
+		Namespace, Name, UID string
+		Labels               map[string]string
 	}
 	Spec struct {
 		NodeName   *string
@@ -181,6 +184,7 @@ type refSelection struct {
 	labels labels.Selector
 	index  string // "" for none
 	values []string
+	shard  apisharding.Selector // nil for none
 }
 
 func (r refSelection) matches(v view) bool {
@@ -189,6 +193,12 @@ func (r refSelection) matches(v view) bool {
 	}
 	if !r.labels.Matches(labels.Set(v.Metadata.Labels)) {
 		return false
+	}
+	if r.shard != nil {
+		ok, err := r.shard.Matches(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{UID: types.UID(v.Metadata.UID), Namespace: v.Metadata.Namespace}})
+		if err != nil || !ok {
+			return false
+		}
 	}
 	if r.index == "" {
 		return true
