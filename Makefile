@@ -23,7 +23,7 @@ build: ## build informerd and informerctl into bin/
 testenv: ## build the pinned kube-apiserver, etcd and kubectl (each skipped when already built)
 	hack/controlplane/build.sh
 
-test: verify testenv node-deps python-deps ## everything CI checks: verify, unit and integration tests with -race on the real control plane, one pass of each Go benchmark, a short pass of every fuzz target, the benchmark harness in smoke mode
+test: verify testenv node-deps python-deps $(TOOLS)/helm ## everything CI checks: verify, unit and integration tests with -race on the real control plane, one pass of each Go benchmark, a short pass of every fuzz target, the benchmark harness in smoke mode
 	$(GO) test $(TEST_FLAGS) ./...
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./...
 	hack/fuzz.sh $(FUZZTIME_TEST)
@@ -54,6 +54,9 @@ lint: ## gofmt, go vet, staticcheck
 	$(GO) vet ./...
 	$(GOTOOL) staticcheck ./...
 
+$(TOOLS)/helm: tools/helm/go.mod tools/helm/go.sum ## helm v4, pinned in tools/helm, for the chart's tests (deploy/helm_test.go)
+	cd tools/helm && $(GO) build -o $(TOOLS)/helm helm.sh/helm/v4/cmd/helm
+
 $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc: tools/go.mod tools/go.sum
 	$(GO) build -modfile=tools/go.mod -o $(TOOLS)/ google.golang.org/protobuf/cmd/protoc-gen-go google.golang.org/grpc/cmd/protoc-gen-go-grpc
 
@@ -72,7 +75,7 @@ verify-proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc ## lint the .pr
 		echo "generated code in api/proto is stale or was edited by hand: run 'make proto'"; exit 1; }
 
 verify-tidy: ## fail if go mod tidy would change any module
-	@for dir in . tools tools/buf tools/kustomize hack/controlplane/etcd hack/controlplane/kube-apiserver hack/conformance; do \
+	@for dir in . tools tools/buf tools/helm tools/kustomize hack/controlplane/etcd hack/controlplane/kube-apiserver hack/conformance; do \
 		(cd $$dir && $(GO) mod tidy -diff) || { echo "go.mod in $$dir is not tidy: run 'cd $$dir && go mod tidy'"; exit 1; }; \
 	done
 

@@ -78,55 +78,61 @@ func TestManifests(t *testing.T) {
 	for _, dir := range []string{"base", "inject", "examples/sidecar", "examples/kube-api-sidecar", "examples/shared-client", "examples/shared-statefulset", "examples/tiered", "monitoring"} {
 		t.Run(dir, func(t *testing.T) {
 			objs := render(t, dir)
-			client := dynamic.NewForConfigOrDie(env.Config)
-			mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(env.Config)))
-			// Namespaces are created for real: a dry-run object in a
-			// namespace that does not exist is refused. deploy/monitoring
-			// has no Namespace of its own; it goes into base's.
-			namespaces := client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
-			for _, o := range objs {
-				ns := o
-				switch {
-				case o.GetKind() == "Namespace":
-				case o.GetNamespace() != "":
-					ns = &unstructured.Unstructured{}
-					ns.SetAPIVersion("v1")
-					ns.SetKind("Namespace")
-					ns.SetName(o.GetNamespace())
-				default:
-					continue
-				}
-				if _, err := namespaces.Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-					t.Fatalf("create namespace %s: %v", ns.GetName(), err)
-				}
-			}
-			sawConfig := false
-			for _, o := range objs {
-				if o.GetKind() == "Namespace" {
-					continue
-				}
-				gvk := o.GroupVersionKind()
-				mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-				if err != nil {
-					t.Fatalf("%s %s: %v", gvk, o.GetName(), err)
-				}
-				ri := client.Resource(mapping.Resource).Namespace(o.GetNamespace())
-				if _, err := ri.Create(context.Background(), o, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"}); err != nil {
-					t.Errorf("server-side dry run of %s %s/%s: %v", gvk.Kind, o.GetNamespace(), o.GetName(), err)
-				}
-				// The shipped informerd config must itself be valid.
-				if data, ok, _ := unstructured.NestedString(o.Object, "data", "config.yaml"); gvk.Kind == "ConfigMap" && ok {
-					if _, err := config.Parse([]byte(data)); err != nil {
-						t.Errorf("config.yaml in %s: %v", o.GetName(), err)
-					}
-					sawConfig = true
-				}
-			}
+			sawConfig := dryRunAll(t, objs)
 			if !sawConfig && dir != "monitoring" && dir != "examples/shared-client" && dir != "inject" { // inject: each injected namespace has its own
 				t.Error("no informerd config in the rendered manifests")
 			}
 		})
 	}
+}
+
+// dryRunAll creates objs on the test API server with server-side dry run
+// and strict field validation (their Namespaces for real: a dry-run object
+// in a namespace that does not exist is refused), parses every informerd
+// config.yaml among them, and reports whether there was one.
+func dryRunAll(t *testing.T, objs []*unstructured.Unstructured) (sawConfig bool) {
+	t.Helper()
+	client := dynamic.NewForConfigOrDie(env.Config)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(env.Config)))
+	namespaces := client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
+	for _, o := range objs {
+		ns := o
+		switch {
+		case o.GetKind() == "Namespace":
+		case o.GetNamespace() != "":
+			ns = &unstructured.Unstructured{}
+			ns.SetAPIVersion("v1")
+			ns.SetKind("Namespace")
+			ns.SetName(o.GetNamespace())
+		default:
+			continue
+		}
+		if _, err := namespaces.Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("create namespace %s: %v", ns.GetName(), err)
+		}
+	}
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			continue
+		}
+		gvk := o.GroupVersionKind()
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatalf("%s %s: %v", gvk, o.GetName(), err)
+		}
+		ri := client.Resource(mapping.Resource).Namespace(o.GetNamespace())
+		if _, err := ri.Create(context.Background(), o, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"}); err != nil {
+			t.Errorf("server-side dry run of %s %s/%s: %v", gvk.Kind, o.GetNamespace(), o.GetName(), err)
+		}
+		// The shipped informerd config must itself be valid.
+		if data, ok, _ := unstructured.NestedString(o.Object, "data", "config.yaml"); gvk.Kind == "ConfigMap" && ok {
+			if _, err := config.Parse([]byte(data)); err != nil {
+				t.Errorf("config.yaml in %s: %v", o.GetName(), err)
+			}
+			sawConfig = true
+		}
+	}
+	return sawConfig
 }
 
 // TestMonitorsSelect checks that the ServiceMonitor and PodMonitor select
