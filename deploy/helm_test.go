@@ -102,7 +102,8 @@ func TestHelmChart(t *testing.T) {
 	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{"testdata/crds"}, ErrorIfPathMissing: true}); err != nil {
 		t.Fatal(err)
 	}
-	for name, args := range map[string][]string{"defaults": nil, "everything": everything} {
+	certManager := append(append([]string{}, everything...), "--set", "injector.selfSigned=false")
+	for name, args := range map[string][]string{"defaults": nil, "everything": everything, "the injector with cert-manager": certManager} {
 		t.Run("lint "+name, func(t *testing.T) {
 			if out, err := helm(t, append([]string{"lint", "--strict", chart}, args...)...); err != nil {
 				t.Fatalf("helm lint: %v\n%s", err, out)

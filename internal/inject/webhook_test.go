@@ -1,8 +1,10 @@
 package inject_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -253,4 +255,76 @@ func tlsPair(certPEM, keyPEM []byte) (*tls.Config, error) {
 		return nil, err
 	}
 	return &tls.Config{Certificates: []tls.Certificate{c}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// TestSelfSigned makes the webhook's certificate without cert-manager: two
+// replicas share one CA through the Secret, each serves a certificate for
+// the Service's names signed by it, and the MutatingWebhookConfiguration's
+// caBundle is set to it (and set again when someone clears it).
+func TestSelfSigned(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	const ns = "inject-selfsigned"
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	issuer1, ca1, err := inject.SelfSigned(ctx, kube, ns, "ca", "informerd-inject", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ca2, err := inject.SelfSigned(ctx, kube, ns, "ca", "informerd-inject", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ca1, ca2) {
+		t.Fatal("two replicas made two CAs")
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca1)
+	pair, err := tls.LoadX509KeyPair(issuer1.CertFile(), issuer1.KeyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "informerd-inject." + ns + ".svc"}); err != nil {
+		t.Fatalf("the serving certificate for the Service: %v", err)
+	}
+
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "informerd-inject-selfsigned"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:                    "pod.inject.informerd.io",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "informerd-inject", Path: ptr.To(inject.PathPod)}},
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun),
+			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+			AdmissionReviewVersions: []string{"v1"},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"never": "matches"}},
+		}},
+	}
+	if _, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), mwc.Name, metav1.DeleteOptions{})
+	go func() { _ = inject.KeepCABundle(ctx, kube, mwc.Name, ca1, 100*time.Millisecond) }()
+	bundle := func() []byte {
+		c, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, mwc.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Webhooks[0].ClientConfig.CABundle
+	}
+	testenv.Eventually(t, 10*time.Second, "the caBundle to be the shared CA", func() bool { return bytes.Equal(bundle(), ca1) })
+	c, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, mwc.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Webhooks[0].ClientConfig.CABundle = nil
+	if _, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the caBundle to be set again after a re-apply cleared it", func() bool { return bytes.Equal(bundle(), ca1) })
 }
