@@ -26,11 +26,11 @@ func kindOf(res pipeline.Served) schema.GroupVersionKind {
 	return res.Resolved().GVR.GroupVersion().WithKind(res.Resolved().Kind)
 }
 
-// protoMessage returns o's bare protobuf message as out asks for it (the
-// object, or its PartialObjectMetadata), encoded once per object version
-// while it is recent (forms), for every protobuf reader.
-func (h *Handler) protoMessage(out *output, res pipeline.Served, o *object.Object) ([]byte, error) {
-	f, encode := formProtobuf, func(o *object.Object) ([]byte, error) { return kubeproto.Message(kindOf(res), o.JSON) }
+// protoMessage returns o, an object of kind, as the bare protobuf message
+// out asks for (the object, or its PartialObjectMetadata), encoded once per
+// object version while it is recent (forms), for every protobuf reader.
+func (h *Handler) protoMessage(out *output, kind schema.GroupVersionKind, o *object.Object) ([]byte, error) {
+	f, encode := formProtobuf, func(o *object.Object) ([]byte, error) { return kubeproto.Message(kind, o.JSON) }
 	if out.as == asMetadata || out.as == asMetadataList {
 		f, encode = formProtobufMetadata, func(o *object.Object) ([]byte, error) { return kubeproto.PartialMessage(o.JSON) }
 		if out.dropManagedFields {
@@ -40,7 +40,7 @@ func (h *Handler) protoMessage(out *output, res pipeline.Served, o *object.Objec
 		}
 	} else if out.dropManagedFields {
 		f, encode = formProtobufNoManagedFields, func(o *object.Object) ([]byte, error) {
-			return kubeproto.Message(kindOf(res), withoutManagedFields(o.JSON))
+			return kubeproto.Message(kind, withoutManagedFields(o.JSON))
 		}
 	}
 	return h.forms.get(o, f, encode)
@@ -49,7 +49,7 @@ func (h *Handler) protoMessage(out *output, res pipeline.Served, o *object.Objec
 // protoObject returns o in the envelope of one object (a get's answer, a
 // watch event's object) as out asks for it, encoded once per object
 // version while it is recent.
-func (h *Handler) protoObject(out *output, res pipeline.Served, o *object.Object) ([]byte, error) {
+func (h *Handler) protoObject(out *output, kind schema.GroupVersionKind, o *object.Object) ([]byte, error) {
 	var f form
 	switch meta := out.as == asMetadata || out.as == asMetadataList; {
 	case meta && out.metaGV.Version == "v1beta1":
@@ -63,25 +63,26 @@ func (h *Handler) protoObject(out *output, res pipeline.Served, o *object.Object
 		f++ // each form's NoManagedFields variant follows it
 	}
 	return h.forms.get(o, f, func(o *object.Object) ([]byte, error) {
-		msg, err := h.protoMessage(out, res, o)
+		msg, err := h.protoMessage(out, kind, o)
 		if err != nil {
 			return nil, err
 		}
-		return kubeproto.Object(protoKind(out, res), msg), nil
+		return kubeproto.Object(protoKind(out, kind), msg), nil
 	})
 }
 
-// protoKind is the kind a protobuf object answer or event is typed as.
-func protoKind(out *output, res pipeline.Served) schema.GroupVersionKind {
+// protoKind is the kind a protobuf object answer or event of a resource
+// of kind is typed as.
+func protoKind(out *output, kind schema.GroupVersionKind) schema.GroupVersionKind {
 	if out.as == asMetadata {
 		return out.metaGV.WithKind("PartialObjectMetadata")
 	}
-	return kindOf(res)
+	return kind
 }
 
 // writeProtoObject answers a get in protobuf.
 func (h *Handler) writeProtoObject(w http.ResponseWriter, out *output, res pipeline.Served, o *object.Object) {
-	obj, err := h.protoObject(out, res, o)
+	obj, err := h.protoObject(out, kindOf(res), o)
 	if err != nil {
 		writeStatus(w, asStatus(err))
 		return
@@ -95,7 +96,7 @@ func (h *Handler) writeProtoObject(w http.ResponseWriter, out *output, res pipel
 func (h *Handler) writeProtoList(w http.ResponseWriter, out *output, res pipeline.Served, objs []*object.Object, lm metav1.ListMeta) {
 	items := make([][]byte, len(objs))
 	for i, o := range objs {
-		msg, err := h.protoMessage(out, res, o)
+		msg, err := h.protoMessage(out, kindOf(res), o)
 		if err != nil {
 			writeStatus(w, asStatus(err))
 			return
@@ -113,36 +114,37 @@ func (h *Handler) writeProtoList(w http.ResponseWriter, out *output, res pipelin
 	_ = b.Flush()
 }
 
-// writeProtoEvent writes one protobuf watch frame to b: o's shared
-// envelope after a header of its own, or for a bookmark (o nil) the
-// bookmark object's JSON encoded for this event alone; an object that
-// cannot be encoded is an ERROR frame.
-func (h *Handler) writeProtoEvent(b *bufio.Writer, out *output, res pipeline.Served, typ string, o *object.Object, bookmark []byte) error {
+// writeProtoEvent writes one protobuf watch frame of a resource of kind
+// to b: o's shared envelope after a header of its own, or for a bookmark (o
+// nil) the bookmark object's JSON encoded for this event alone; an object
+// that cannot be encoded is an ERROR frame. It returns the bytes written.
+func (h *Handler) writeProtoEvent(b *bufio.Writer, out *output, kind schema.GroupVersionKind, typ string, o *object.Object, bookmark []byte) (int, error) {
 	var obj []byte
 	var err error
 	switch {
 	case o != nil:
-		obj, err = h.protoObject(out, res, o)
+		obj, err = h.protoObject(out, kind, o)
 	case out.as == asMetadata:
 		var msg []byte
 		if msg, err = kubeproto.PartialMessage(bookmark); err == nil {
-			obj = kubeproto.Object(protoKind(out, res), msg)
+			obj = kubeproto.Object(protoKind(out, kind), msg)
 		}
 	default:
 		var msg []byte
-		if msg, err = kubeproto.Message(kindOf(res), bookmark); err == nil {
-			obj = kubeproto.Object(protoKind(out, res), msg)
+		if msg, err = kubeproto.Message(kind, bookmark); err == nil {
+			obj = kubeproto.Object(protoKind(out, kind), msg)
 		}
 	}
 	if err != nil {
 		typ, obj = "ERROR", kubeproto.Status(asStatus(err))
 	}
 	var hdr [32]byte
-	if _, err := b.Write(kubeproto.AppendWatchFrameHeader(hdr[:0], typ, obj)); err != nil {
-		return err
+	n, err := b.Write(kubeproto.AppendWatchFrameHeader(hdr[:0], typ, obj))
+	if err != nil {
+		return n, err
 	}
-	_, err = b.Write(obj)
-	return err
+	m, err := b.Write(obj)
+	return n + m, err
 }
 
 // protobufErrors rewrites a JSON Status answer (a failure) in protobuf,

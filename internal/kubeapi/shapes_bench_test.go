@@ -18,7 +18,6 @@ import (
 	"github.com/informerd/informerd/internal/benchdata"
 	"github.com/informerd/informerd/internal/deltafifo"
 	"github.com/informerd/informerd/internal/indexer"
-	"github.com/informerd/informerd/internal/kubeproto"
 	"github.com/informerd/informerd/internal/object"
 )
 
@@ -91,7 +90,7 @@ func BenchmarkEventForms(b *testing.B) {
 				}
 				var n int
 				if f.proto {
-					n = h.benchProtoEvent(w, &f.out, o)
+					n, _ = h.writeProtoEvent(w, &f.out, podKind, string(watch.Modified), o, nil)
 				} else {
 					n = writeJSONEvent(w, h.objectJSON(&f.out, o))
 				}
@@ -100,28 +99,6 @@ func BenchmarkEventForms(b *testing.B) {
 			b.ReportMetric(float64(bytes)/float64(b.N), "bytes/event")
 		})
 	}
-}
-
-// benchProtoEvent is writeProtoEvent for a pod, without a served
-// resource.
-func (h *Handler) benchProtoEvent(w *bufio.Writer, out *output, o *object.Object) int {
-	f, kind := formProtobufObject, podKind
-	encode := func(o *object.Object) ([]byte, error) { return kubeproto.Message(podKind, o.JSON) }
-	if out.as == asMetadata {
-		f, kind = formProtobufMetadataObject, out.metaGV.WithKind("PartialObjectMetadata")
-		encode = func(o *object.Object) ([]byte, error) { return kubeproto.PartialMessage(o.JSON) }
-	}
-	obj, err := h.forms.get(o, f, func(o *object.Object) ([]byte, error) {
-		msg, err := encode(o)
-		return kubeproto.Object(kind, msg), err
-	})
-	if err != nil {
-		panic(err)
-	}
-	var hdr [32]byte
-	n, _ := w.Write(kubeproto.AppendWatchFrameHeader(hdr[:0], string(watch.Modified), obj))
-	m, _ := w.Write(obj)
-	return n + m
 }
 
 func writeJSONEvent(w *bufio.Writer, obj []byte) int {

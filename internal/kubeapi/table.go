@@ -54,10 +54,6 @@ func oneObject(o *object.Object) []*object.Object { return []*object.Object{o} }
 // writeTable writes objs as a Table with the list's metadata lm (for a get,
 // the object's resourceVersion, as the API server's table convertor sets).
 func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, t tableOptions, res pipeline.Served, objs []*object.Object, lm metav1.ListMeta) {
-	if t.err != nil {
-		writeStatus(w, asStatus(t.err))
-		return
-	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(h.tableJSON(h.columns.get(r.Context(), res.Resolved().GVR), t, objs, lm, true))
 }

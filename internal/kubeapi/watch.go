@@ -246,7 +246,7 @@ func (e *eventWriter) protoEvent(typ string, o *object.Object, bookmark []byte) 
 	if e.failed {
 		return
 	}
-	if err := e.h.writeProtoEvent(e.b, e.out, e.res, typ, o, bookmark); err != nil {
+	if _, err := e.h.writeProtoEvent(e.b, e.out, kindOf(e.res), typ, o, bookmark); err != nil {
 		e.failed = true
 	}
 }
