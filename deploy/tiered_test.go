@@ -17,6 +17,7 @@ import (
 	"github.com/informerd/informerd/internal/auth"
 	"github.com/informerd/informerd/internal/config"
 	"github.com/informerd/informerd/internal/daemon"
+	"github.com/informerd/informerd/internal/transport"
 )
 
 // tiered is the rendered deploy/examples/tiered, by part.
@@ -148,6 +149,15 @@ func TestTiered(t *testing.T) {
 		if ca == nil || ca.Secret == nil || ca.Secret.Name != tlsSecret {
 			t.Errorf("--upstream-ca-file=%s is not the ca.crt of the root's certificate Secret %q", lo.Upstream.CAFile, tlsSecret)
 		}
+		// The root confines the leaves' ServiceAccount to their node.
+		bound, err := auth.ParseServiceAccounts(ro.NodeBoundServiceAccounts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sa := auth.ServiceAccount{Namespace: tr.leaf.Namespace, Name: tr.leaf.Spec.Template.Spec.ServiceAccountName}
+		if !slices.Contains(bound, sa) {
+			t.Errorf("the root's --node-bound-service-accounts=%s does not name the leaves' ServiceAccount %s", ro.NodeBoundServiceAccounts, sa)
+		}
 	})
 
 	t.Run("selector", func(t *testing.T) {
@@ -195,6 +205,15 @@ func TestTiered(t *testing.T) {
 		}
 		if got := dir(tr.app.Spec.Template.Spec, app, app.Env[i].Value); got != served || path.Base(app.Env[i].Value) != path.Base(lo.GRPCAddress) {
 			t.Errorf("the app reads %s in the node's %q; the leaf serves %s in %q", app.Env[i].Value, got, lo.GRPCAddress, served)
+		}
+		// The leaf admits the app's user, and not every user.
+		allowed, err := transport.ParseUIDs(lo.UnixSocketAllowedUIDs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := tr.app.Spec.Template.Spec.SecurityContext
+		if sc == nil || sc.RunAsUser == nil || len(allowed) == 0 || !slices.Contains(allowed, uint32(*sc.RunAsUser)) {
+			t.Errorf("the leaf's --unix-socket-allowed-uids=%q does not admit the app's user (securityContext %+v)", lo.UnixSocketAllowedUIDs, sc)
 		}
 	})
 

@@ -45,6 +45,11 @@ type Attributes struct {
 	// would there. Nil when the request has none.
 	FieldSelector fields.Requirements
 	LabelSelector labels.Requirements
+	// Index and IndexValues are a gRPC List's or Watch's index selection
+	// (Selector.index), which the API server has no word for; empty when
+	// the request selects by no index. NodeBinding reads them.
+	Index       string
+	IndexValues []string
 }
 
 // String says what was asked in the API server's words.

@@ -89,6 +89,9 @@ type Daemon struct {
 	grpcLis, metricsLis, kubeLis net.Listener
 	grpcTLS                      bool
 	metricsScheme                string
+	// peers admits to the Unix socket listeners only the processes of
+	// --unix-socket-allowed-uids; nil without the flag.
+	peers *transport.Peers
 
 	// memory are the memory flags: TuneRuntime applies the runtime's, Run
 	// starts the returner with ReturnMemory.
@@ -178,6 +181,9 @@ func (d *Daemon) build(o Options, cfg *config.Config, restConfig *rest.Config) e
 	if err := d.wire(o, cfg, restConfig, creds); err != nil {
 		return err
 	}
+	if d.peers, err = o.peers(d.reg, d.log); err != nil {
+		return err
+	}
 	if err := d.listen(o, metricsTLS); err != nil {
 		return err
 	}
@@ -235,6 +241,7 @@ func openState(o Options, c *rest.Config, log *slog.Logger) (*state.Dir, error) 
 	if err != nil {
 		return nil, fmt.Errorf("--state-dir: %w", err)
 	}
+	id = withClusterUID(context.Background(), id, c, log)
 	return state.Open(state.Options{
 		Dir: o.StateDir, FlushInterval: o.StateFlushInterval, FlushEvents: o.StateFlushEvents,
 		Identity: id, Log: log.With("component", "state"),
@@ -334,6 +341,7 @@ func (d *Daemon) listen(o Options, metricsTLS *transport.TLS) error {
 	if d.grpcLis, err = transport.Listen("--grpc-address", o.GRPCAddress, sock); err != nil {
 		return err
 	}
+	d.grpcLis = d.peersOn("grpc", d.grpcLis)
 	if d.metricsLis, err = transport.Listen("--metrics-address", o.MetricsAddress, transport.Socket{}); err != nil {
 		d.grpcLis.Close()
 		return err
@@ -350,6 +358,7 @@ func (d *Daemon) listen(o Options, metricsTLS *transport.TLS) error {
 		d.metricsLis.Close()
 		return err
 	}
+	d.kubeLis = d.peersOn("kube-api", d.kubeLis)
 	d.kubeSrv = &http.Server{Handler: d.kubeAPI, ReadHeaderTimeout: 10 * time.Second}
 	if d.kubeCert != nil {
 		d.kubeLis = tls.NewListener(d.kubeLis, d.kubeCert.Config())

@@ -15,6 +15,7 @@ import (
 	"github.com/informerd/informerd/internal/fanout"
 	"github.com/informerd/informerd/internal/kubeapi"
 	"github.com/informerd/informerd/internal/limits"
+	"github.com/informerd/informerd/internal/pipeline"
 	"github.com/informerd/informerd/internal/server"
 	"github.com/informerd/informerd/internal/state"
 	"github.com/informerd/informerd/internal/transport"
@@ -78,6 +79,9 @@ type Options struct {
 	StateDir           string
 	StateFlushInterval time.Duration
 	StateFlushEvents   int
+	// ConsistencyCheck configures the integrity checks of the caches
+	// against the API server (--consistency-check-*).
+	ConsistencyCheck pipeline.CheckOptions
 	// Audit are the --audit-* flags: audit events for the Kubernetes API
 	// reads informerd answers itself.
 	Audit audit.Options
@@ -97,6 +101,10 @@ type Options struct {
 	// (--unix-socket-mode, --unix-socket-owner).
 	UnixSocketMode  uint
 	UnixSocketOwner string
+	// UnixSocketAllowedUIDs, comma-separated, are the only users whose
+	// processes may connect to a unix:// listener (SO_PEERCRED;
+	// --unix-socket-allowed-uids); empty: anyone the file mode lets in.
+	UnixSocketAllowedUIDs string
 	// AllowPlaintext permits plaintext gRPC on a non-loopback address
 	// (--insecure-allow-plaintext).
 	AllowPlaintext bool
@@ -105,6 +113,9 @@ type Options struct {
 	AuthMode string
 	// TokenAudiences is comma-separated (--auth-token-audiences).
 	TokenAudiences string
+	// NodeBoundServiceAccounts, "namespace:name,...", are confined to the
+	// node their token is bound to (--node-bound-service-accounts).
+	NodeBoundServiceAccounts string
 	// The TTLs of the review caches of --auth-mode=kubernetes.
 	AuthenticationCacheTTL, AuthorizationCacheTTL, AuthorizationDeniedCacheTTL time.Duration
 	// RecheckInterval is how often an open Watch re-checks its caller
@@ -164,14 +175,17 @@ type Options struct {
 // owns it.
 func NewOptions() Options {
 	return Options{
-		GRPCAddress:                 DefaultGRPCAddress,
-		MetricsAddress:              DefaultMetricsAddress,
-		LogFormat:                   DefaultLogFormat,
-		LogLevel:                    DefaultLogLevel,
-		ShutdownTimeout:             DefaultShutdownTimeout,
-		Audit:                       audit.NewOptions(),
-		StateFlushInterval:          state.DefaultFlushInterval,
-		StateFlushEvents:            state.DefaultFlushEvents,
+		GRPCAddress:        DefaultGRPCAddress,
+		MetricsAddress:     DefaultMetricsAddress,
+		LogFormat:          DefaultLogFormat,
+		LogLevel:           DefaultLogLevel,
+		ShutdownTimeout:    DefaultShutdownTimeout,
+		Audit:              audit.NewOptions(),
+		StateFlushInterval: state.DefaultFlushInterval,
+		StateFlushEvents:   state.DefaultFlushEvents,
+		ConsistencyCheck: pipeline.CheckOptions{
+			Interval: pipeline.DefaultCheckInterval, PageSize: pipeline.DefaultCheckPageSize, PagePause: pipeline.DefaultCheckPagePause,
+		},
 		MemoryLimitRatio:            DefaultMemoryLimitRatio,
 		GCPercent:                   DefaultGCPercent,
 		ReturnMemory:                DefaultReturnMemory,
@@ -225,6 +239,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.StateDir, "state-dir", o.StateDir, "keep every resource's cache in this directory, so that a restart serves at once, resumes the upstream watch from where it stopped and keeps clients' resourceVersions valid (docs/reliability.md); empty: off")
 	fs.DurationVar(&o.StateFlushInterval, "state-flush-interval", o.StateFlushInterval, "with --state-dir: the longest a cached change waits before it is written")
 	fs.IntVar(&o.StateFlushEvents, "state-flush-events", o.StateFlushEvents, "with --state-dir: the most cached changes that wait before a write starts")
+	fs.DurationVar(&o.ConsistencyCheck.Interval, "consistency-check-interval", o.ConsistencyCheck.Interval, "check each cache against the API server this often (with 10% jitter; 0: off): the API server's list at the cache's own resourceVersion (resourceVersionMatch=Exact, paged, metadata only) is compared key by key and resourceVersion by resourceVersion; a mismatch is logged, counted (informerd_cache_consistency_checks_total), shown on /readyz and repaired by listing again. Also run soon after a restored cache is confirmed")
+	fs.Int64Var(&o.ConsistencyCheck.PageSize, "consistency-check-page-size", o.ConsistencyCheck.PageSize, "objects in each page of an integrity check's list")
+	fs.DurationVar(&o.ConsistencyCheck.PagePause, "consistency-check-page-interval", o.ConsistencyCheck.PagePause, "pause between two pages of an integrity check's list, to spread its cost on the API server")
 	fs.BoolVar(&o.Profiling, "enable-profiling", o.Profiling, "serve Go's pprof profiles at /debug/pprof/ on --metrics-address")
 	fs.Float64Var(&o.MemoryLimitRatio, "memory-limit-ratio", o.MemoryLimitRatio, "set the Go runtime's soft memory limit to this share of the container's cgroup memory limit (cgroup v2 memory.max, v1 memory.limit_in_bytes), so the collector works harder before the OOM killer acts; 0: off. A GOMEMLIMIT in the environment wins")
 	fs.IntVar(&o.GCPercent, "gc-percent", o.GCPercent, "the Go runtime's GOGC: how far, in percent of the live heap, the heap grows between collections; lower keeps RSS nearer the cache's size for more collector CPU. A GOGC in the environment wins")
@@ -255,12 +272,14 @@ func (o *Options) addTransportFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsTLS.KeyFile, "metrics-tls-key-file", o.MetricsTLS.KeyFile, "the PEM private key of --metrics-tls-cert-file")
 	fs.UintVar(&o.UnixSocketMode, "unix-socket-mode", o.UnixSocketMode, "file mode of a unix:// --grpc-address socket")
 	fs.StringVar(&o.UnixSocketOwner, "unix-socket-owner", o.UnixSocketOwner, "owner of a unix:// --grpc-address socket: uid, uid:gid or :gid (numeric)")
+	fs.StringVar(&o.UnixSocketAllowedUIDs, "unix-socket-allowed-uids", o.UnixSocketAllowedUIDs, "comma-separated numeric uids whose processes may connect to a unix:// listener; the kernel's credentials of each connecting process (SO_PEERCRED, Linux) are checked at accept, others are closed, counted and logged; empty: anyone the socket's mode and owner let in")
 	fs.BoolVar(&o.AllowPlaintext, "insecure-allow-plaintext", o.AllowPlaintext, "allow plaintext gRPC on a non-loopback TCP address (tokens and objects travel in the clear)")
 }
 
 func (o *Options) addAuthFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.AuthMode, "auth-mode", o.AuthMode, "who may read what: none (Unix socket or loopback only), kubernetes (bearer token, TokenReview + SubjectAccessReview) or mtls (client certificates mapped by mtlsClients in the config)")
 	fs.StringVar(&o.TokenAudiences, "auth-token-audiences", o.TokenAudiences, "comma-separated audiences a bearer token must be issued for (--auth-mode=kubernetes)")
+	fs.StringVar(&o.NodeBoundServiceAccounts, "node-bound-service-accounts", o.NodeBoundServiceAccounts, "comma-separated namespace:name of ServiceAccounts (a node tier's leaves) confined to the node their pod's token names, as the Node authorizer confines a kubelet: of pods and of resources with a {.spec.nodeName} index they may only list and watch their node's objects; a token without a node is refused (--auth-mode=kubernetes; docs/security.md)")
 	fs.DurationVar(&o.AuthenticationCacheTTL, "authentication-cache-ttl", o.AuthenticationCacheTTL, "how long a TokenReview result is reused")
 	fs.DurationVar(&o.AuthorizationCacheTTL, "authorization-cache-ttl", o.AuthorizationCacheTTL, "how long an allowed SubjectAccessReview is reused; a revoked permission ends open watches within it plus --auth-recheck-interval")
 	fs.DurationVar(&o.AuthorizationDeniedCacheTTL, "authorization-denied-cache-ttl", o.AuthorizationDeniedCacheTTL, "how long a denied SubjectAccessReview is reused")
@@ -359,6 +378,9 @@ func (o Options) validate(cfg *config.Config) (warning string, err error) {
 	if o.StateDir != "" && o.StateFlushEvents <= 0 {
 		return "", fmt.Errorf("--state-flush-events must be positive, got %d", o.StateFlushEvents)
 	}
+	if c := o.ConsistencyCheck; c.Interval < 0 || c.PageSize <= 0 || c.PagePause < 0 {
+		return "", fmt.Errorf("--consistency-check-interval must be 0 (off) or positive, --consistency-check-page-size positive and --consistency-check-page-interval not negative; got %s, %d, %s", c.Interval, c.PageSize, c.PagePause)
+	}
 	if o.MemoryLimitRatio < 0 || o.MemoryLimitRatio > 1 {
 		return "", fmt.Errorf("--memory-limit-ratio must be from 0 (off) to 1, a share of the cgroup's memory limit; got %v", o.MemoryLimitRatio)
 	}
@@ -369,6 +391,9 @@ func (o Options) validate(cfg *config.Config) (warning string, err error) {
 		return "", fmt.Errorf("--gc-percent must be positive, got %d (to turn the collector off, set GOGC=off in the environment)", o.GCPercent)
 	}
 	if err := o.validateUpstream(cfg); err != nil {
+		return "", err
+	}
+	if err := o.validateNodeBound(cfg); err != nil {
 		return "", err
 	}
 	if o.AuthMode == auth.ModeMTLS && len(cfg.MTLSClients) == 0 {

@@ -35,7 +35,7 @@ func (d *Daemon) wire(o Options, cfg *config.Config, restConfig *rest.Config, cr
 	m := metrics.New(d.reg)
 	d.clientGo = metrics.NewClientGo(d.reg)
 	var err error
-	popts := []pipeline.Option{pipeline.WithIngestObserver(m), pipeline.WithClientOptions(reflector.ClientOptions{WatchHTTP2: o.APIServerWatchHTTP2}), pipeline.WithMaxProjections(o.MaxProjections)}
+	popts := []pipeline.Option{pipeline.WithIngestObserver(m), pipeline.WithClientOptions(reflector.ClientOptions{WatchHTTP2: o.APIServerWatchHTTP2}), pipeline.WithMaxProjections(o.MaxProjections), pipeline.WithConsistencyChecks(o.ConsistencyCheck)}
 	if d.state != nil {
 		popts = append(popts, pipeline.WithState(d.state))
 	}
@@ -120,12 +120,17 @@ func (o Options) serverOptions(cfg *config.Config, restConfig *rest.Config, reg 
 	var authz auth.Authorizer = auth.None{}
 	switch o.AuthMode {
 	case auth.ModeKubernetes:
+		nodes, err := o.nodeBinding(cfg)
+		if err != nil {
+			return server.Options{}, err
+		}
 		k, err := auth.NewKubernetes(restConfig, auth.KubernetesOptions{
 			Audiences:         strings.Split(o.TokenAudiences, ","),
 			AuthenticationTTL: o.AuthenticationCacheTTL,
 			AuthorizedTTL:     o.AuthorizationCacheTTL,
 			UnauthorizedTTL:   o.AuthorizationDeniedCacheTTL,
 			Registerer:        reg,
+			NodeBinding:       nodes,
 		})
 		if err != nil {
 			return server.Options{}, err

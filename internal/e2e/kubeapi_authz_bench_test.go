@@ -29,7 +29,7 @@ import (
 // Every read has resourceVersion=0, so that it measures the checks and
 // not a consistent read's round trip to the API server.
 //
-// Run with `make bench-authz`; docs/benchmarks.md has the figures.
+// Run with `make bench-authz`; docs/benchmarks/authz.md has the figures.
 func BenchmarkKubeAPIAuthorization(b *testing.B) {
 	ns := "/api/v1/namespaces/" + testenv.AuditNamespace
 	reads := []struct {

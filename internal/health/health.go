@@ -73,6 +73,35 @@ type Resource struct {
 	// State describes the resource's durable state; absent without
 	// --state-dir.
 	State *State `json:"state,omitempty"`
+	// Consistency is the integrity checks against the API server; absent
+	// before the first one.
+	Consistency *Consistency `json:"consistency,omitempty"`
+}
+
+// Consistency is a resource's integrity checks in a Report
+// (informerd_cache_consistency_checks_total).
+type Consistency struct {
+	// Checks counts the checks by result: match, mismatch, skipped, error.
+	Checks map[string]int64 `json:"checks"`
+	// Inconsistent is set by a mismatch and cleared by the next match;
+	// LastMismatch is the last check that found a difference.
+	Inconsistent bool   `json:"inconsistent"`
+	LastMismatch *Check `json:"lastMismatch,omitempty"`
+	// Last is the last check that compared, or failed.
+	Last Check `json:"last"`
+}
+
+// Check is one integrity check.
+type Check struct {
+	Result          string    `json:"result"`
+	At              time.Time `json:"at"`
+	ResourceVersion string    `json:"resourceVersion,omitempty"`
+	Objects         int       `json:"objects"`
+	// Differences counts the keys that differed; First names the first.
+	Differences int      `json:"differences,omitempty"`
+	First       []string `json:"first,omitempty"`
+	// Reason says why a check was skipped or failed.
+	Reason string `json:"reason,omitempty"`
 }
 
 // State is a resource's durable state (--state-dir) in a Report.
@@ -164,10 +193,25 @@ func report(caches Caches, now time.Time) Report {
 		if s := p.State; s != nil {
 			r.State = &State{WrittenResourceVersion: s.Written, LagEvents: s.LagEvents, Problem: s.LastError, SetAside: s.SetAside}
 		}
+		if c := p.Consistency; c.Last.Result != "" {
+			r.Consistency = &Consistency{Checks: c.Counts, Inconsistent: c.Inconsistent, Last: check(c.Last)}
+			if c.LastMismatch.Result != "" {
+				m := check(c.LastMismatch)
+				r.Consistency.LastMismatch = &m
+			}
+		}
 		rep.Ready = rep.Ready && r.Synced
 		rep.Resources = append(rep.Resources, r)
 	}
 	return rep
+}
+
+// check is an integrity check as a Report shows it.
+func check(r pipeline.CheckResult) Check {
+	return Check{
+		Result: r.Result, At: r.At, ResourceVersion: r.ResourceVersion, Objects: r.Objects,
+		Differences: r.Differences, First: r.Diff, Reason: r.Reason,
+	}
 }
 
 func writeText(w io.Writer, rep Report) {
@@ -184,6 +228,13 @@ func writeText(w io.Writer, rep Report) {
 		}
 		if r.UpstreamProblem != "" {
 			fmt.Fprintf(w, " upstream-problem=%q", r.UpstreamProblem)
+		}
+		if c := r.Consistency; c != nil {
+			fmt.Fprintf(w, " last-check=%s", c.Last.Result)
+			if m := c.LastMismatch; c.Inconsistent && m != nil {
+				fmt.Fprintf(w, " inconsistent=%q", fmt.Sprintf("%d objects differed from the API server at resourceVersion %s (first: %s); listed again",
+					m.Differences, m.ResourceVersion, strings.Join(m.First, "; ")))
+			}
 		}
 		if r.State != nil && r.State.Problem != "" {
 			fmt.Fprintf(w, " state-problem=%q", r.State.Problem)

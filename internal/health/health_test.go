@@ -269,3 +269,44 @@ func TestUpstreamOutage(t *testing.T) {
 		return !strings.Contains(body, "upstream-problem=")
 	})
 }
+
+// reports is a fixed set of Reports as Caches.
+type reports []pipeline.Report
+
+func (r reports) Reports() []pipeline.Report         { return r }
+func (reports) WaitSynced(ctx context.Context) error { return nil }
+
+// TestReadyzShowsIntegrityChecks: a mismatch is named on /readyz, with the
+// first differing keys, until a check matches again; checks are counted.
+func TestReadyzShowsIntegrityChecks(t *testing.T) {
+	at := time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC)
+	mismatch := pipeline.CheckResult{Result: pipeline.CheckMismatch, At: at, ResourceVersion: "812", Objects: 40, Differences: 2,
+		Diff: []string{"ns/a at resourceVersion 700 in the cache, 790 at the API server", "ns/b@801 only in the cache"}}
+	rep := func(c pipeline.Consistency) pipeline.Report {
+		r := pipeline.Report{Status: pipeline.Status{Name: "pods", Configured: "pods", Phase: pipeline.Synced}, Consistency: c}
+		r.Cache.Synced, r.Cache.ResourceVersion, r.Cache.Objects = true, "900", 40
+		return r
+	}
+	counts := map[string]int64{"match": 3, "mismatch": 1, "skipped": 0, "error": 0}
+	inconsistent := reports{rep(pipeline.Consistency{Counts: counts, Last: mismatch, Inconsistent: true, LastMismatch: mismatch})}
+	code, body := get(t, health.Readyz(inconsistent))
+	wantText := `pods: Synced rv=900 objects=40 last-check=mismatch inconsistent="2 objects differed from the API server at resourceVersion 812 (first: ns/a at resourceVersion 700 in the cache, 790 at the API server; ns/b@801 only in the cache); listed again"` + "\n"
+	if code != http.StatusOK || body != wantText {
+		t.Errorf("/readyz = %d %q, want 200 %q", code, body, wantText)
+	}
+	_, r := getReport(t, health.Readyz(inconsistent))
+	c := r.Resources[0].Consistency
+	if c == nil || !c.Inconsistent || c.LastMismatch == nil || c.LastMismatch.Differences != 2 || c.Checks["mismatch"] != 1 || c.Checks["match"] != 3 {
+		t.Errorf("report's consistency = %+v", c)
+	}
+
+	match := pipeline.CheckResult{Result: pipeline.CheckMatch, At: at.Add(time.Minute), ResourceVersion: "950", Objects: 40}
+	counts["match"]++
+	repaired := reports{rep(pipeline.Consistency{Counts: counts, Last: match, LastMismatch: mismatch})}
+	if _, body := get(t, health.Readyz(repaired)); body != "pods: Synced rv=900 objects=40 last-check=match\n" {
+		t.Errorf("/readyz after a match = %q", body)
+	}
+	if _, body := get(t, health.Readyz(reports{rep(pipeline.Consistency{})})); strings.Contains(body, "check") {
+		t.Errorf("/readyz before any check = %q, want no check named", body)
+	}
+}

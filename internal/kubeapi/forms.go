@@ -8,6 +8,7 @@ import (
 	"github.com/buger/jsonparser"
 
 	"github.com/informerd/informerd/internal/object"
+	"github.com/informerd/informerd/internal/printers"
 )
 
 // form is a way of encoding a cached object other than its cached JSON,
@@ -42,6 +43,15 @@ const (
 	formProtobufMetadataObjectNoManagedFields
 	formProtobufMetadataBetaObject
 	formProtobufMetadataBetaObjectNoManagedFields
+	// formTableNone, formTableMetadata, formTableObject: not an object's
+	// encoding but a whole watch frame, {"type":…,"object":…} and its
+	// newline, of a Table watch's event after its first (one row, no
+	// column definitions), with includeObject None, Metadata or Object.
+	// Its key also names the event type, the columns and the second it
+	// is printed at (tableFrame).
+	formTableNone
+	formTableMetadata
+	formTableObject
 )
 
 // DefaultMaxFormBytes bounds the bytes of the encodings forms keep.
@@ -55,6 +65,13 @@ const DefaultMaxFormBytes = 64 << 20
 // one encoding for as long as the entry lives. Bounded by bytes: entries
 // leave in the order they came (a FIFO per shard), which suits a stream of
 // events; a cold list encodes again. Safe for concurrent use.
+//
+// A watch writes each event as shared pieces (frames.go): a JSON
+// frame's constant head and tail around the object's cached JSON or its
+// form here, a protobuf frame's few header bytes before the object's
+// envelope here. Only a Table frame, printed for each event, is kept here
+// whole, as the API server's cachingObject keeps a watch event's
+// encoding per event type and encoder.
 type forms struct {
 	seed   maphash.Seed
 	shards [formShards]formShard
@@ -62,9 +79,21 @@ type forms struct {
 
 const formShards = 16
 
+// formKey names one encoding: an object version in form f, and for a
+// Table frame what else the frame depends on.
 type formKey struct {
 	o *object.Object
 	f form
+	// event is a frame's event type (eventCode): one object version is
+	// ADDED to a watcher whose selection it enters and MODIFIED to one it
+	// was already in.
+	event uint8
+	// printer and cols are a Table's columns: a built-in resource's
+	// printer, else the CRD's columns as fetched (a refetch is another
+	// key); at is the Unix second its ages are printed at.
+	printer *printers.Printer
+	cols    *columns
+	at      int64
 }
 
 type formShard struct {
@@ -88,15 +117,20 @@ func newForms(maxBytes int) *forms {
 // get returns o in form f, encoding it with encode once while it is kept.
 // An encoding that fails is not kept; nil is returned with the error.
 func (fs *forms) get(o *object.Object, f form, encode func(*object.Object) ([]byte, error)) ([]byte, error) {
-	s := &fs.shards[maphash.String(fs.seed, o.Key)%formShards]
-	k := formKey{o, f}
+	return fs.keep(formKey{o: o, f: f}, func() ([]byte, error) { return encode(o) })
+}
+
+// keep returns the encoding k names, made with encode once while it is
+// kept.
+func (fs *forms) keep(k formKey, encode func() ([]byte, error)) ([]byte, error) {
+	s := &fs.shards[maphash.String(fs.seed, k.o.Key)%formShards]
 	s.mu.Lock()
 	b, ok := s.m[k]
 	s.mu.Unlock()
 	if ok {
 		return b, nil
 	}
-	b, err := encode(o)
+	b, err := encode()
 	if err != nil {
 		return nil, err
 	}

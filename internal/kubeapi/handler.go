@@ -143,6 +143,8 @@ type Handler struct {
 	prober    *prober
 	forms     *forms
 	watches   atomic.Int64
+	// clock prints a Table's ages; nil is time.Now (tests set it).
+	clock func() time.Time
 
 	// stopping is closed by Stop: every watch ends.
 	stopping chan struct{}
@@ -216,6 +218,14 @@ func New(o Options) (*Handler, error) {
 	h.prober = newProber(o.Log, api, h.upstream)
 	h.chain = h.buildChain()
 	return h, nil
+}
+
+// now is the time a Table's ages are printed at.
+func (h *Handler) now() time.Time {
+	if h.clock == nil {
+		return time.Now()
+	}
+	return h.clock()
 }
 
 // Stop ends every open watch (its client watches again, elsewhere or once

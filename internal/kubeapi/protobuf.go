@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,10 +116,12 @@ func (h *Handler) writeProtoList(w http.ResponseWriter, out *output, res pipelin
 }
 
 // writeProtoEvent writes one protobuf watch frame of a resource of kind
-// to b: o's shared envelope after a header of its own, or for a bookmark (o
-// nil) the bookmark object's JSON encoded for this event alone; an object
-// that cannot be encoded is an ERROR frame. It returns the bytes written.
-func (h *Handler) writeProtoEvent(b *bufio.Writer, out *output, kind schema.GroupVersionKind, typ string, o *object.Object, bookmark []byte) (int, error) {
+// to w in two writes: a header of its own, appended to hdr (room for 32
+// bytes keeps it from allocating), then o's shared envelope, or for a
+// bookmark (o nil) the bookmark object's JSON encoded for this event
+// alone; an object that cannot be encoded is an ERROR frame. It returns
+// the bytes written.
+func (h *Handler) writeProtoEvent(w io.Writer, hdr []byte, out *output, kind schema.GroupVersionKind, typ string, o *object.Object, bookmark []byte) (int, error) {
 	var obj []byte
 	var err error
 	switch {
@@ -138,12 +141,11 @@ func (h *Handler) writeProtoEvent(b *bufio.Writer, out *output, kind schema.Grou
 	if err != nil {
 		typ, obj = "ERROR", kubeproto.Status(asStatus(err))
 	}
-	var hdr [32]byte
-	n, err := b.Write(kubeproto.AppendWatchFrameHeader(hdr[:0], typ, obj))
+	n, err := w.Write(kubeproto.AppendWatchFrameHeader(hdr[:0], typ, obj))
 	if err != nil {
 		return n, err
 	}
-	m, err := b.Write(obj)
+	m, err := w.Write(obj)
 	return n + m, err
 }
 

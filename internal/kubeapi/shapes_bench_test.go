@@ -79,6 +79,7 @@ func BenchmarkEventForms(b *testing.B) {
 		b.Run(f.name, func(b *testing.B) {
 			h := &Handler{forms: newForms(DefaultMaxFormBytes)}
 			w := bufio.NewWriter(io.Discard)
+			hdr := make([]byte, 0, 32)
 			var bytes int
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
@@ -90,7 +91,7 @@ func BenchmarkEventForms(b *testing.B) {
 				}
 				var n int
 				if f.proto {
-					n, _ = h.writeProtoEvent(w, &f.out, podKind, string(watch.Modified), o, nil)
+					n, _ = h.writeProtoEvent(w, hdr, &f.out, podKind, string(watch.Modified), o, nil)
 				} else {
 					n = writeJSONEvent(w, h.objectJSON(&f.out, o))
 				}

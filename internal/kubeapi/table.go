@@ -55,14 +55,14 @@ func oneObject(o *object.Object) []*object.Object { return []*object.Object{o} }
 // the object's resourceVersion, as the API server's table convertor sets).
 func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, t tableOptions, res pipeline.Served, objs []*object.Object, lm metav1.ListMeta) {
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(h.tableJSON(h.columns.get(r.Context(), res.Resolved().GVR), t, objs, lm, true))
+	_, _ = w.Write(h.tableJSON(h.columns.get(r.Context(), res.Resolved().GVR), t, objs, lm, true, h.now()))
 }
 
 // tableJSON encodes objs as a meta.k8s.io/v1 Table with cols, each row's
-// object (its metadata by default) embedded from the cached JSON; without
-// headers, with no columnDefinitions (a watch's events after its first).
-func (h *Handler) tableJSON(cols *columns, t tableOptions, objs []*object.Object, lm metav1.ListMeta, headers bool) []byte {
-	now := time.Now()
+// object (its metadata by default) embedded from the cached JSON, ages
+// printed at now; without headers, with no columnDefinitions (a watch's
+// events after its first).
+func (h *Handler) tableJSON(cols *columns, t tableOptions, objs []*object.Object, lm metav1.ListMeta, headers bool, now time.Time) []byte {
 	rows := h.tableRows(cols, objs, now)
 	for i := range rows {
 		data := rows[i].Object.Raw

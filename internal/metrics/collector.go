@@ -54,7 +54,11 @@ var (
 	descIngestErrors = prometheus.NewDesc("informerd_cache_ingest_errors_total",
 		"Changes from the API server that could not be cached, by reason: encode (the object could not be encoded), queue (the queue refused it). Each is recovered by listing again.",
 		[]string{"resource", "reason"}, nil)
-	descIndexErrors = prometheus.NewDesc("informerd_index_errors_total",
+	descChecks = prometheus.NewDesc("informerd_cache_consistency_checks_total",
+		"Integrity checks of the cache against the API server's list at the cache's resourceVersion, by result: match; mismatch (logged with the first differing keys, and the resource listed again); skipped (the resourceVersion was compacted, or the cache could not be compared: not synced, restored and not confirmed, a relist due); error (the list failed).",
+		[]string{"resource", "result"}, nil)
+	descInconsistent = desc("informerd_cache_inconsistent", "1 from an integrity check that found the cache different from the API server until one finds them equal, else 0.")
+	descIndexErrors  = prometheus.NewDesc("informerd_index_errors_total",
 		"Evaluations of an index expression that failed on an object, which was cached without a value in that index.",
 		[]string{"resource", "index"}, nil)
 )
@@ -72,7 +76,7 @@ var _ prometheus.Collector = (*Collector)(nil)
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descObjects, descBytes, descRV, descSynced, descHistory, descStaleness, descRelists, descWatchStarts, descExpired, descErrors, descWatchers, descQueueMax, descOldest, descCoalesced, descProjections, descProjEncodes, descProjCompare, descIngestErrors, descIndexErrors,
+	for _, d := range []*prometheus.Desc{descObjects, descBytes, descRV, descSynced, descHistory, descStaleness, descRelists, descWatchStarts, descExpired, descErrors, descWatchers, descQueueMax, descOldest, descCoalesced, descProjections, descProjEncodes, descProjCompare, descIngestErrors, descIndexErrors, descChecks, descInconsistent,
 		descRestored, descStateLag, descStateLagAge, descStateWrites, descStateFull, descStateErrors, descStateTime, descStateBytes, descStateAside} {
 		ch <- d
 	}
@@ -134,6 +138,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			}
 			gauge(descStateAside, aside)
 		}
+		for _, result := range pipeline.CheckResults {
+			ch <- prometheus.MustNewConstMetric(descChecks, prometheus.CounterValue, float64(r.Consistency.Counts[result]), name, result)
+		}
+		inconsistent := 0.0
+		if r.Consistency.Inconsistent {
+			inconsistent = 1
+		}
+		gauge(descInconsistent, inconsistent)
 		for index, n := range r.IndexErrors {
 			ch <- prometheus.MustNewConstMetric(descIndexErrors, prometheus.CounterValue, float64(n), name, index)
 		}

@@ -123,6 +123,18 @@ func TestMetricsFollowTheCache(t *testing.T) {
 		{"informerd_upstream_staleness_seconds", "configmaps", func(v float64) bool { return v >= 0 && v < 60 }, "in [0, 60)"},
 		{"informerd_cache_ingest_delay_seconds", "configmaps", func(v float64) bool { return v >= 3 }, ">= 3 observations"},
 	}
+	cms, _ := set.Lookup("configmaps")
+	if r := cms.(*pipeline.Pipeline).CheckConsistency(ctx); r.Result != pipeline.CheckMatch {
+		t.Errorf("integrity check = %+v, want a match", r)
+	}
+	for result, want := range map[string]float64{"match": 1, "mismatch": 0, "skipped": 0, "error": 0} {
+		if v, ok := series(t, reg, "informerd_cache_consistency_checks_total", map[string]string{"resource": "configmaps", "result": result}); !ok || v != want {
+			t.Errorf("informerd_cache_consistency_checks_total{resource=configmaps,result=%s} = %v (present %v), want %v", result, v, ok, want)
+		}
+	}
+	if v, ok := value(t, reg, "informerd_cache_inconsistent", "configmaps"); !ok || v != 0 {
+		t.Errorf("informerd_cache_inconsistent{resource=configmaps} = %v (present %v), want 0", v, ok)
+	}
 	if n, err := testutil.GatherAndCount(reg, "informerd_kube_client_requests_total"); err != nil || n == 0 {
 		t.Errorf("informerd_kube_client_requests_total has %d series (%v), want client-go's requests counted", n, err)
 	}

@@ -138,6 +138,8 @@ type Report struct {
 	// State describes the resource's durable state; nil without
 	// --state-dir.
 	State *state.Stats
+	// Consistency is the integrity checks so far.
+	Consistency Consistency
 }
 
 // Pipeline caches one resource and fans its changes out: reflector →
@@ -158,11 +160,16 @@ type Pipeline struct {
 	restoredFrom time.Time
 	confirmed    atomic.Bool
 
+	// checkOpts configure the integrity checks; checks records them.
+	checkOpts CheckOptions
+	checks    checks
+
 	mu        sync.Mutex
 	phase     Phase
 	resolved  Resolved
 	lastError string
 	refl      *reflector.Reflector
+	src       Source // set by Run
 }
 
 // New builds the pipeline for one configured resource. It starts nothing.
@@ -306,7 +313,7 @@ func (p *Pipeline) Status() Status {
 // Report returns the pipeline's Status with its figures; it visits every
 // watcher.
 func (p *Pipeline) Report() Report {
-	r := Report{Status: p.Status(), Watch: p.hub.Stats()}
+	r := Report{Status: p.Status(), Watch: p.hub.Stats(), Consistency: p.Consistency()}
 	counts := p.encoder.IndexErrors()
 	r.IndexErrors = make(map[string]int64, len(counts))
 	for i, name := range p.encoder.IndexNames() {
@@ -363,7 +370,7 @@ func (p *Pipeline) Run(ctx context.Context, src Source) error {
 		OnForeign: func(err error) { cancel(p.foreign(err)) },
 	})
 	p.mu.Lock()
-	p.refl = refl
+	p.refl, p.src = refl, src
 	p.mu.Unlock()
 	p.setPhase(Syncing, nil)
 
@@ -381,6 +388,7 @@ func (p *Pipeline) Run(ctx context.Context, src Source) error {
 		refl.Run(rctx)
 		p.fifo.Close() // unblocks the consumer
 	})
+	wg.Go(func() { p.checkLoop(rctx) })
 	err := p.consume(rctx, res.CanonicalName())
 	cause := context.Cause(rctx)
 	cancel(nil)
@@ -393,6 +401,13 @@ func (p *Pipeline) Run(ctx context.Context, src Source) error {
 		return nil
 	}
 	return err
+}
+
+// source is the Source Run reads from; nil before Run.
+func (p *Pipeline) source() Source {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.src
 }
 
 // prepare readies each object the upstream watch reads (Client.ListWatch):

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
@@ -30,6 +31,7 @@ type Set struct {
 
 	clientOptions reflector.ClientOptions
 	hubOptions    fanout.Options
+	checkOptions  CheckOptions
 }
 
 // IngestObserver is told how long each change took from its receipt from the
@@ -53,6 +55,12 @@ func WithClientOptions(o reflector.ClientOptions) Option {
 	return func(s *Set) { s.clientOptions = o }
 }
 
+// WithConsistencyChecks checks every resource's cache against the API
+// server as o says (--consistency-check-*); without it, no checks run.
+func WithConsistencyChecks(o CheckOptions) Option {
+	return func(s *Set) { s.checkOptions = o }
+}
+
 // WithMaxProjections bounds the distinct field masks each resource's
 // watchers may use at once (--max-projections).
 func WithMaxProjections(n int) Option {
@@ -74,8 +82,12 @@ func NewSet(c *config.Config, restConfig *rest.Config, log *slog.Logger, opts ..
 	if err != nil {
 		return nil, err
 	}
+	meta, err := metadata.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("metadata client: %w", err)
+	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	if err := s.build(c, apiServer{client: client, mapper: mapper}); err != nil {
+	if err := s.build(c, apiServer{client: client, mapper: mapper, meta: meta}); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -102,6 +114,7 @@ func (s *Set) build(c *config.Config, src Source) error {
 			return err
 		}
 		p.ingest = s.ingest
+		p.checkOpts = s.checkOptions
 		if s.state != nil {
 			p.state = s.state.Resource(r.Resource, state.Source{
 				Namespace: r.Namespace, LabelSelector: r.LabelSelector, FieldSelector: r.FieldSelector,

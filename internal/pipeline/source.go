@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/informerd/informerd/internal/config"
@@ -40,6 +41,7 @@ func (e *NotServedError) Error() string { return e.Msg }
 type apiServer struct {
 	client *reflector.Client
 	mapper Mapper
+	meta   metadata.Interface // for the integrity checks' lists
 }
 
 func (a apiServer) Resolve(_ context.Context, name string) (Resolved, error) {

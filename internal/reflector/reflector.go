@@ -17,11 +17,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/informerd/informerd/internal/backoff"
 	"github.com/informerd/informerd/internal/object"
 )
 
@@ -77,6 +79,8 @@ type Reflector struct {
 	// made to tell client-go's Reflector how far it applied; the store
 	// skips it (see caughtUpTo).
 	caughtUp atomic.Pointer[string]
+	// backoff spaces the lists and watches after a failure (retry.go).
+	backoff *backoff.Backoff
 }
 
 // Options configure a Reflector.
@@ -100,6 +104,9 @@ type Options struct {
 	// resourceVersion older than Resume: the restored cache belongs to
 	// another etcd history and must not be served. Unused without Resume.
 	OnForeign func(error)
+	// Backoff spaces the lists and watches that follow a failure; the
+	// zero value is backoff.Default.
+	Backoff backoff.Policy
 }
 
 // New returns a reflector that lists and watches through lw, encodes with
@@ -113,6 +120,7 @@ func New(lw *cache.ListWatch, encoder *object.Encoder, queue Queue, opts Options
 		r.log = slog.Default()
 	}
 	r.indexFailures.log = r.log
+	r.backoff = backoff.New(opts.Backoff)
 	r.resume.rv, r.resume.confirm, r.resume.foreign = opts.Resume, opts.OnConfirmed, opts.OnForeign
 	r.resume.from, _ = object.ParseRV(opts.Resume)
 	r.signals.LastResourceVersion.Store("")
@@ -123,16 +131,21 @@ func New(lw *cache.ListWatch, encoder *object.Encoder, queue Queue, opts Options
 // Signals returns the reflector's lag signals.
 func (r *Reflector) Signals() *Signals { return &r.signals }
 
-// Run lists and watches until ctx is done, retrying with client-go's backoff.
-// It returns when its goroutines have exited.
+// Run lists and watches until ctx is done, retrying after failures as
+// Options.Backoff says (retry.go). It returns when its goroutines have
+// exited.
 func (r *Reflector) Run(ctx context.Context) {
 	open := func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		if err := r.backoff.Wait(ctx); err != nil {
+			return nil, err
+		}
 		r.signals.WatchStarts.Add(1)
 		w, err := r.lw.WatchFuncWithContext(ctx, opts)
 		if err != nil {
 			r.observeError(err)
 			return nil, err
 		}
+		r.backoff.Healthy() // admitted
 		streamingList := opts.SendInitialEvents != nil && *opts.SendInitialEvents
 		end := r.gap.watchEnd(streamingList)
 		observe := func(ev watch.Event) {
@@ -167,6 +180,9 @@ func (r *Reflector) Run(ctx context.Context) {
 				l.ResourceVersion = rv
 				return l, nil
 			}
+			if err := r.backoff.Wait(ctx); err != nil {
+				return nil, err
+			}
 			obj, err := r.lw.ListWithContextFunc(ctx, opts)
 			r.observeError(err)
 			return obj, err
@@ -185,6 +201,9 @@ func (r *Reflector) Run(ctx context.Context) {
 	cr := cache.NewReflectorWithOptions(lw, &object.Raw{}, (*store)(r), cache.ReflectorOptions{
 		Name:   r.name,
 		Logger: &logger,
+		// The waits are r.backoff's; client-go's own only keeps a floor
+		// (retry.go).
+		Backoff: &wait.Backoff{Duration: clientGoFloor},
 	})
 	cr.RunWithContext(ctx)
 	r.watches.Wait()
@@ -222,6 +241,7 @@ func (r *Reflector) observeError(err error) {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return
 	}
+	r.backoff.Failed()
 	r.signals.Errors.Add(1)
 	r.signals.LastError.Store(err.Error())
 	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
@@ -231,6 +251,7 @@ func (r *Reflector) observeError(err error) {
 
 // received records a change, bookmark or list at rv as queued.
 func (r *Reflector) received(rv string) {
+	r.backoff.Healthy()
 	r.resume.confirmed()
 	r.signals.LastEvent.Store(r.clock.Now().UnixNano())
 	if e, _ := r.signals.LastError.Load().(string); e != "" {

@@ -11,7 +11,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/informerd/informerd/internal/object"
@@ -104,14 +103,11 @@ func (s *resumeState) confirmed() {
 // cannot resume from at once.
 const confirmAfter = 3 * time.Second
 
-// resumeBackoff spaces the attempts to open the resumed watch while the API
-// server is unreachable, as client-go's Reflector spaces its own.
-var resumeBackoff = wait.Backoff{Duration: 800 * time.Millisecond, Factor: 2, Jitter: 1, Steps: 1 << 30, Cap: 30 * time.Second}
-
 // resumeWatch is the answer to the first streaming list of a resumed
 // reflector: the initial-events-end bookmark at rv, then the API server's
-// watch from rv, opened again after every end (with backoff while it
-// fails) until the API server refuses rv or Stop is called.
+// watch from rv, opened again after every end until the API server refuses
+// rv or Stop is called. open spaces the attempts after a failure (the
+// reflector's backoff, retry.go).
 type resumeWatch struct {
 	out     chan watch.Event
 	stop    chan struct{}
@@ -165,9 +161,8 @@ func (w *resumeWatch) loop(ctx context.Context, rv string) {
 	if !w.send(ctx, watch.Event{Type: watch.Bookmark, Object: initialEventsEnd(rv)}) {
 		return
 	}
-	backoff := resumeBackoff
 	for ctx.Err() == nil && !w.stopped() {
-		next, err, forwarded := w.follow(ctx, rv)
+		next, err := w.follow(ctx, rv)
 		if next != "" {
 			rv = next
 		}
@@ -175,27 +170,17 @@ func (w *resumeWatch) loop(ctx context.Context, rv string) {
 			w.send(ctx, watch.Event{Type: watch.Error, Object: statusOf(err)})
 			return
 		}
-		if forwarded {
-			backoff = resumeBackoff
-			continue
-		}
-		t := time.NewTimer(backoff.Step())
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
 	}
 }
 
 // follow opens the API server's watch from rv and forwards its events
-// until it ends. It returns the last resourceVersion seen, the error that
-// ended it (an ERROR event's included) and whether anything was forwarded.
-func (w *resumeWatch) follow(ctx context.Context, rv string) (last string, err error, forwarded bool) {
+// until it ends. It returns the last resourceVersion seen and the error
+// that ended it (an ERROR event's included).
+func (w *resumeWatch) follow(ctx context.Context, rv string) (last string, err error) {
 	timeout := int64((5*time.Minute + time.Duration(rand.Int64N(int64(5*time.Minute)))).Seconds())
 	in, err := w.open(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &timeout})
 	if err != nil {
-		return "", err, false
+		return "", err
 	}
 	defer in.Stop()
 	accepted := time.NewTimer(confirmAfter)
@@ -203,24 +188,23 @@ func (w *resumeWatch) follow(ctx context.Context, rv string) (last string, err e
 	for {
 		select {
 		case <-ctx.Done():
-			return last, nil, forwarded
+			return last, nil
 		case <-accepted.C:
 			w.confirm()
 		case ev, ok := <-in.ResultChan():
 			if !ok {
-				return last, nil, forwarded
+				return last, nil
 			}
 			if ev.Type == watch.Error {
-				return last, apierrors.FromObject(ev.Object), forwarded
+				return last, apierrors.FromObject(ev.Object)
 			}
 			if m, ok := ev.Object.(metav1.Object); ok && m.GetResourceVersion() != "" {
 				last = m.GetResourceVersion()
 			}
 			w.confirm()
 			if !w.send(ctx, ev) {
-				return last, nil, forwarded
+				return last, nil
 			}
-			forwarded = true
 		}
 	}
 }

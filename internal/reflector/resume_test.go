@@ -16,13 +16,6 @@ import (
 	"github.com/informerd/informerd/internal/object"
 )
 
-// fastBackoff makes the resumed watch retry at once.
-func fastBackoff(t *testing.T) {
-	old := resumeBackoff
-	resumeBackoff.Duration, resumeBackoff.Cap, resumeBackoff.Jitter = 1, 1, 0
-	t.Cleanup(func() { resumeBackoff = old })
-}
-
 // TestResumeWatchStopsOpening: once stopped, the resumed watch stops every
 // upstream watch it opened, and opens at most the one that raced with
 // Stop.
@@ -88,7 +81,6 @@ func TestResumeWatchRefusals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			fastBackoff(t)
 			r := &Reflector{}
 			var opens atomic.Int32
 			open := func(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {

@@ -94,6 +94,7 @@ func (r *Reflector) missed(reason string, err error, attrs ...any) {
 		r.signals.QueueErrors.Add(1)
 	}
 	r.signals.LastError.Store(err.Error())
+	r.backoff.Failed()
 	r.log.Error("a change from the API server was not cached; listing again to recover it",
 		append(attrs, "reason", reason, "err", err)...)
 	r.gap.record()

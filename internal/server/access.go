@@ -150,6 +150,16 @@ func attributes(verb string, p pipeline.Served, namespace, name string) auth.Att
 	}
 }
 
+// selectionAttributes describe a list or watch of p's resource by sel:
+// its namespace and, for the node binding, its index selection.
+func selectionAttributes(verb string, p pipeline.Served, sel *pb.Selector) auth.Attributes {
+	a := attributes(verb, p, sel.GetNamespace(), "")
+	if ix := sel.GetIndex(); ix != nil {
+		a.Index, a.IndexValues = ix.GetName(), ix.GetValues()
+	}
+	return a
+}
+
 // refused maps a limit's refusal to its status and counts it.
 func (s *Server) refused(err error) error {
 	st := toStatus(err)

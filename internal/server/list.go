@@ -33,7 +33,7 @@ func (s *Server) list(ctx context.Context, req *pb.ListRequest) (*encoded, error
 	if err != nil {
 		return nil, err
 	}
-	if err := s.authorize(ctx, attributes("list", p, req.GetSelector().GetNamespace(), "")); err != nil {
+	if err := s.authorize(ctx, selectionAttributes("list", p, req.GetSelector())); err != nil {
 		return nil, err
 	}
 	sel, err := selection(p.Cache(), req.GetSelector())

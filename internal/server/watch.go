@@ -57,7 +57,7 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 			"too many watches: the limit of %d open Watch streams over all clients (--max-watches) is reached; retry later or use another replica", s.opts.MaxWatches)})
 	}
 	defer s.watches.Add(-1)
-	attrs := attributes("watch", p, req.GetSelector().GetNamespace(), "")
+	attrs := selectionAttributes("watch", p, req.GetSelector())
 	if err := s.authorize(ctx, attrs); err != nil {
 		return err
 	}

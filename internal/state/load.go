@@ -251,6 +251,8 @@ func (r *Resource) check(h header) error {
 		return fmt.Errorf("written for resource %q, not %q", h.Resource, want.Resource)
 	case h.Server != want.Server || h.CA != want.CA:
 		return fmt.Errorf("written for another cluster: API server %s (CA sha256 %.12s), this informerd talks to %s (CA sha256 %.12s)", h.Server, h.CA, want.Server, want.CA)
+	case h.Cluster != "" && want.Cluster != "" && h.Cluster != want.Cluster:
+		return fmt.Errorf("written for another cluster behind the same API server URL and CA: kube-system namespace uid %s, this cluster's is %s", h.Cluster, want.Cluster)
 	case h.Source != want.Source:
 		return fmt.Errorf("written for another configuration of the resource: %+v, now %+v", h.Source, want.Source)
 	case h.Resolved.Resource == "" || h.Resolved.Version == "" || h.Resolved.Kind == "":

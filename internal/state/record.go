@@ -72,6 +72,9 @@ type header struct {
 	// SHA-256 of the CA bundle informerd trusts it with.
 	Server string `json:"server"`
 	CA     string `json:"ca"`
+	// Cluster is the kube-system namespace's uid (Identity.Cluster);
+	// empty when it was not known when the state was created.
+	Cluster string `json:"cluster,omitempty"`
 	// Source is what decides which objects the cache holds and their
 	// bytes: the namespace, the selectors and the transform.
 	Source Source `json:"source"`

@@ -49,7 +49,7 @@ func newResource(d *Dir, name string, src Source) *Resource {
 	return &Resource{
 		dir:  d,
 		path: filepath.Join(d.opts.Dir, fileName(name)),
-		want: header{Format: formatVersion, Resource: name, Server: d.opts.Identity.Server, CA: d.opts.Identity.CA, Source: src},
+		want: header{Format: formatVersion, Resource: name, Server: d.opts.Identity.Server, CA: d.opts.Identity.CA, Cluster: d.opts.Identity.Cluster, Source: src},
 		log:  d.opts.Log.With("resource", name, "stateFile", filepath.Join(d.opts.Dir, fileName(name))),
 		kick: make(chan struct{}, 1),
 	}

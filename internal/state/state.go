@@ -38,9 +38,13 @@ const (
 // the SHA-256 of the CA bundle that authenticates it. Both are known
 // without asking the API server, so a restart checks a state before the
 // API server answers; a cluster rebuilt behind the same URL has a new CA.
+// Cluster is the uid of the cluster's kube-system namespace (ClusterUID),
+// when the API server answered at start: a cluster rebuilt behind the same
+// URL and CA has a new one. Empty when unknown, and then not compared.
 type Identity struct {
-	Server string
-	CA     string
+	Server  string
+	CA      string
+	Cluster string
 }
 
 // IdentityOf returns the identity of the API server c talks to.

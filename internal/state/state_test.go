@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -27,7 +28,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var (
-	testID       = Identity{Server: "https://10.0.0.1:6443", CA: "aaaa"}
+	testID       = Identity{Server: "https://10.0.0.1:6443", CA: "aaaa", Cluster: "0a1b-kube-system-uid"}
 	testResolved = Resolved{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true}
 	quiet        = slog.New(slog.NewTextHandler(io.Discard, nil))
 )
@@ -313,6 +314,29 @@ func writtenState(t *testing.T) (string, view) {
 	return dir, viewOf(t, c.ix)
 }
 
+// TestUnknownClusterUIDIsNotCompared: a restart that could not ask the API
+// server for the kube-system namespace's uid still serves a state written
+// for the same URL and CA; one that knows it refuses another cluster's
+// (TestBadStateIsSetAside).
+func TestUnknownClusterUIDIsNotCompared(t *testing.T) {
+	dir, want := writtenState(t)
+	d := openDir(t, dir, Identity{Server: testID.Server, CA: testID.CA})
+	defer d.Close()
+	r := d.Resource("pods", Source{StripManagedFields: true})
+	defer r.close()
+	c := newCache(t, 20)
+	l, err := r.Load(c.decode, time.Now())
+	if err != nil || l == nil {
+		t.Fatalf("Load = %v, %v; want the state", l, err)
+	}
+	if err := c.ix.Restore(l.Cache); err != nil {
+		t.Fatal(err)
+	}
+	if got := viewOf(t, c.ix); !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored %v, want %v", got, want)
+	}
+}
+
 // TestBadStateIsSetAside: a damaged, truncated or foreign state is never
 // served: Load refuses it with the reason, moves it aside and the cache
 // starts cold.
@@ -342,6 +366,7 @@ func TestBadStateIsSetAside(t *testing.T) {
 			os.WriteFile(path, bytes.Repeat([]byte("informerd"), 4096), 0o600)
 		}, reason: "open"},
 		{name: "another cluster", id: Identity{Server: "https://10.0.0.2:6443", CA: "bbbb"}, reason: "another cluster"},
+		{name: "another cluster behind the same URL and CA", id: Identity{Server: testID.Server, CA: testID.CA, Cluster: "9f8e-rebuilt"}, reason: "kube-system namespace uid 0a1b-kube-system-uid"},
 		{name: "another configuration", src: Source{Namespace: "other", StripManagedFields: true}, reason: "another configuration"},
 		{name: "another format version", damage: func(t *testing.T, path string) {
 			db, err := bolt.Open(path, 0o600, nil)

@@ -113,7 +113,9 @@ func (s *Source) Reset() {
 // ListWatch implements pipeline.Source: the part of res that r's
 // upstreamSelector (and namespace and label selector) selects.
 func (s *Source) ListWatch(res pipeline.Resolved, r config.Resource, prepare func(*object.Raw)) (*cache.ListWatch, any) {
-	o := client.Options{Resource: res.CanonicalName(), Decoder: rawDecoder{prepare: prepare}}
+	// NoRetry: the leaf's reflector spaces the retries itself, with the
+	// same policy, and sees each refusal (/readyz, metrics).
+	o := client.Options{Resource: res.CanonicalName(), Decoder: rawDecoder{prepare: prepare}, NoRetry: true}
 	o.Namespace, o.LabelSelector = r.Namespace, r.LabelSelector
 	if u := r.UpstreamSelector; u != nil {
 		if u.Namespace != "" {

@@ -103,6 +103,9 @@ func Dial(c Config, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	// come after and may change the sizes; grpc-go has no option that
 	// turns the probing back on.
 	dialOpts = append(dialOpts, grpc.WithStaticStreamWindowSize(StreamWindow), grpc.WithStaticConnWindowSize(ConnWindow))
+	// A broken connection is back within about a second of its replica's
+	// return, without a herd of reconnects (reconnect).
+	dialOpts = append(dialOpts, reconnect)
 	// Replicas are tried in a random order, so that clients spread over
 	// them; the connection moves on when the one in use fails.
 	dialOpts = append(dialOpts, grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"pick_first":{"shuffleAddressList":true}}]}`))

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
+	"github.com/informerd/informerd/internal/backoff"
 )
 
 // Options choose what a ListWatch lists and watches.
@@ -64,6 +65,20 @@ type Options struct {
 	// type (Scheme is then unused), e.g. into a form a cache of bytes
 	// keeps. Resource must then be set.
 	Decoder Decoder
+	// Backoff spaces the ListWatch's retries while informerd refuses its
+	// calls as UNAVAILABLE or RESOURCE_EXHAUSTED (the zero value is
+	// DefaultBackoff). A List or Watch retries until it succeeds, fails
+	// for good or its context ends; a watch whose stream breaks before its
+	// first event is opened again, and after a stream broke the next
+	// Watch waits first. client-go's Reflector never sees these refusals,
+	// so its own backoff, which resets only every 2 minutes, never grows.
+	Backoff Backoff
+	// NoRetry returns every refusal to the caller at once, as a 429 (the
+	// Reflector then backs off and watches again from its
+	// resourceVersion), and a stream broken before its first event as a
+	// 429 event: for a caller that spaces its retries itself, as informerd's
+	// leaves do.
+	NoRetry bool
 }
 
 // ListWatch lists and watches one resource through informerd: it is a
@@ -78,6 +93,9 @@ type ListWatch struct {
 	opts   Options
 	codec  Decoder
 	gvk    schema.GroupVersionKind // the example's; empty with a Decoder
+
+	// backoff spaces the retries; nil with Options.NoRetry.
+	backoff *backoff.Backoff
 
 	mu       sync.Mutex
 	resource string // resolved from the example's kind when opts.Resource is empty
@@ -100,6 +118,9 @@ func NewListWatch(c pb.CacheServiceClient, example runtime.Object, o Options) (*
 		return nil, fmt.Errorf("informerd client: index %q needs at least one value", o.Index)
 	}
 	lw := &ListWatch{client: c, opts: o, codec: o.Decoder, resource: o.Resource}
+	if !o.NoRetry {
+		lw.backoff = backoff.New(o.Backoff.policy())
+	}
 	if o.Decoder != nil {
 		if o.Resource == "" {
 			return nil, errors.New("informerd client: with a Decoder, Options.Resource must name the resource (there is no example object to find it by)")
@@ -131,7 +152,8 @@ func (lw *ListWatch) Watch(options metav1.ListOptions) (watch.Interface, error) 
 // ListWithContext implements cache.ListerWithContext. ResourceVersion in
 // options is a minimum ("not older than"), as for the API server; "" and
 // "0" mean the cache as it is. With a Limit it returns one page and a
-// Continue token; without, every page of one snapshot.
+// Continue token; without, every page of one snapshot. Each page is
+// retried while informerd is unavailable (Options.Backoff).
 func (lw *ListWatch) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
 	if options.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
 		return nil, apierrors.NewBadRequest("informerd serves lists at the cache's resourceVersion or newer, not at an exact older one (resourceVersionMatch=Exact)")
@@ -151,7 +173,11 @@ func (lw *ListWatch) ListWithContext(ctx context.Context, options metav1.ListOpt
 	var items []runtime.Object
 	snapshot := "" // the first page's resourceVersion: every page's
 	for {
-		resp, err := lw.client.List(ctx, req)
+		var resp *pb.ListResponse
+		err := lw.retry(ctx, "List", func() (err error) {
+			resp, err = lw.client.List(ctx, req)
+			return err
+		})
 		if err != nil {
 			return nil, FromError(err)
 		}
@@ -174,14 +200,16 @@ func (lw *ListWatch) ListWithContext(ctx context.Context, options metav1.ListOpt
 
 // WatchWithContext implements cache.WatcherWithContext. It returns once
 // informerd has admitted the watch, or with the error that refused it: a
-// resourceVersion older than informerd's history is 410 Expired. The watch
-// ends (its channel closes) when TimeoutSeconds pass, when informerd ends
-// the stream for being slow or shutting down, or when the connection
-// breaks; the reflector then watches again from the last resourceVersion
-// it saw. A stream that ends so before its first event sends a 429 first,
-// so that the reflector backs off and watches again rather than take it for
-// a failed watch and list. A stream that ends with an error sends it as a
-// watch.Error event first.
+// resourceVersion older than informerd's history is 410 Expired; while
+// informerd is unavailable it retries (Options.Backoff). The watch ends
+// (its channel closes) when TimeoutSeconds pass, when informerd ends the
+// stream for being slow or shutting down, or when the connection breaks;
+// the reflector then watches again from the last resourceVersion it saw,
+// and this call first waits out the backoff the break drew. A stream that
+// breaks before its first event is opened again (with Options.NoRetry it
+// sends a 429 first, so that the reflector backs off and watches again
+// rather than take it for a failed watch and list). A stream that ends
+// with an error sends it as a watch.Error event first.
 func (lw *ListWatch) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
 	sel, err := lw.selector(options)
 	if err != nil {
@@ -215,11 +243,18 @@ func (lw *ListWatch) WatchWithContext(ctx context.Context, options metav1.ListOp
 	default:
 		req.ResourceVersion = rv
 	}
-	return startWatch(ctx, lw.client, req, lw.codec, watchOptions{
+	o := watchOptions{
 		timeoutSeconds:     options.TimeoutSeconds,
 		initialEndBookmark: initialEndBookmark,
 		allowBookmarks:     options.AllowWatchBookmarks,
+		backoff:            lw.backoff,
+	}
+	var w watch.Interface
+	err = lw.retry(ctx, "Watch", func() (err error) {
+		w, err = startWatch(ctx, lw.client, req, lw.codec, o)
+		return err
 	})
+	return w, err
 }
 
 // selector combines the Options with a call's ListOptions.

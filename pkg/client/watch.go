@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	pb "github.com/informerd/informerd/api/proto/informerd/v1"
+	"github.com/informerd/informerd/internal/backoff"
 )
 
 // watchOptions say how informerd's events become watch.Events.
@@ -27,6 +29,9 @@ type watchOptions struct {
 	// INITIAL_EVENTS_END is a bookmark annotated k8s.io/initial-events-end.
 	initialEndBookmark bool
 	allowBookmarks     bool
+	// backoff spaces the openings of a stream broken before its first
+	// event; nil: such a stream sends a 429 instead (Options.NoRetry).
+	backoff *backoff.Backoff
 }
 
 // streamWatch is a watch.Interface over one informerd Watch stream. The
@@ -36,6 +41,11 @@ type watchOptions struct {
 // has exited.
 type streamWatch struct {
 	stream pb.CacheService_WatchClient
+	// client and req open the stream again: req is the request whose
+	// stream delivered nothing yet, the original one or, after the end of
+	// the initial events, a watch from their resourceVersion.
+	client pb.CacheServiceClient
+	req    *pb.WatchRequest
 	codec  Decoder
 	opts   watchOptions
 	result chan watch.Event
@@ -53,9 +63,22 @@ var _ watch.Interface = (*streamWatch)(nil)
 // sends response headers at once) or with the error that refused it.
 func startWatch(ctx context.Context, c pb.CacheServiceClient, req *pb.WatchRequest, cd Decoder, o watchOptions) (watch.Interface, error) {
 	sctx, cancel := watchContext(ctx, o)
-	stream, err := c.Watch(sctx, req)
+	stream, err := openStream(sctx, c, req)
 	if err != nil {
 		cancel()
+		return nil, err
+	}
+	w := &streamWatch{stream: stream, client: c, req: req, codec: cd, opts: o, result: make(chan watch.Event), cancel: cancel, done: make(chan struct{})}
+	go w.receive(sctx)
+	return w, nil
+}
+
+// openStream starts req and returns its stream once informerd has
+// admitted it (it sends response headers at once), or the error that
+// refused it.
+func openStream(ctx context.Context, c pb.CacheServiceClient, req *pb.WatchRequest) (pb.CacheService_WatchClient, error) {
+	stream, err := c.Watch(ctx, req)
+	if err != nil {
 		return nil, FromError(err)
 	}
 	// No headers means informerd refused the watch: the status follows.
@@ -63,15 +86,12 @@ func startWatch(ctx context.Context, c pb.CacheServiceClient, req *pb.WatchReque
 		if err == nil {
 			_, err = stream.Recv()
 		}
-		cancel()
 		if errors.Is(err, io.EOF) {
 			err = errors.New("informerd ended the watch before admitting it")
 		}
 		return nil, toAPIError(err)
 	}
-	w := &streamWatch{stream: stream, codec: cd, opts: o, result: make(chan watch.Event), cancel: cancel, done: make(chan struct{})}
-	go w.receive(sctx)
-	return w, nil
+	return stream, nil
 }
 
 // watchContext is the stream's context: ctx, with the watch's timeout when
@@ -109,6 +129,9 @@ func (w *streamWatch) receive(ctx context.Context) {
 	for {
 		resp, err := w.stream.Recv()
 		if err != nil {
+			if err = w.reopen(ctx, err); err == nil {
+				continue
+			}
 			w.end(ctx, err)
 			return
 		}
@@ -122,9 +145,56 @@ func (w *streamWatch) receive(ctx context.Context) {
 		}
 		if ok && w.opts.initialEndBookmark && resp.GetType() == pb.EventType_EVENT_TYPE_INITIAL_EVENTS_END {
 			// The reflector's streaming list ends here and its watch
-			// begins: a watch of its own, whose events it counts anew.
+			// begins: a watch of its own, whose events it counts anew,
+			// and which a broken stream resumes from here.
 			w.delivered = false
+			w.req = watchFrom(w.req, resp.GetResourceVersion())
 		}
+	}
+}
+
+// watchFrom is req as a watch of the changes after rv.
+func watchFrom(req *pb.WatchRequest, rv string) *pb.WatchRequest {
+	return &pb.WatchRequest{
+		Resource: req.GetResource(), Selector: req.GetSelector(), ResourceVersion: rv,
+		AllowBookmarks: req.GetAllowBookmarks(), SlowConsumerPolicy: req.GetSlowConsumerPolicy(), Fields: req.GetFields(),
+	}
+}
+
+// reopen opens the watch again when its stream broke (err, UNAVAILABLE)
+// before delivering anything since it began: the same request is then the
+// same watch, and the reflector sees nothing of the break. It waits what
+// the backoff draws before each attempt, and retries while informerd is
+// unavailable. It returns nil once a new stream is admitted, err when the
+// stream is not one to open again, or what ended the attempts: the
+// context's end, or a refusal for good (OUT_OF_RANGE, on a replica whose
+// history does not reach the resourceVersion), which end then passes on.
+func (w *streamWatch) reopen(ctx context.Context, err error) error {
+	if w.opts.backoff == nil || ctx.Err() != nil || status.Code(err) != codes.Unavailable {
+		return err
+	}
+	if w.delivered {
+		// The reflector watches again from its last resourceVersion;
+		// that Watch waits out what this break draws.
+		w.opts.backoff.Failed()
+		return err
+	}
+	for {
+		d := w.opts.backoff.Failed()
+		klog.FromContext(ctx).V(2).Info("informerd ended the watch before its first event; opening it again", "err", err, "after", d)
+		if werr := w.opts.backoff.Wait(ctx); werr != nil {
+			return werr
+		}
+		stream, oerr := openStream(ctx, w.client, w.req)
+		if oerr == nil {
+			w.opts.backoff.Healthy()
+			w.stream = stream
+			return nil
+		}
+		if !retriable(oerr) || ctx.Err() != nil {
+			return oerr
+		}
+		err = oerr
 	}
 }
 
@@ -146,7 +216,8 @@ func (w *streamWatch) send(ctx context.Context, ev watch.Event) bool {
 //
 // One exception: a stream that ends for being slow, for shutting down or
 // for a broken connection before it delivered any event sends its 429
-// first. client-go's reflector takes a watch that closes within a second
+// first (with retries on, reopen has opened such a stream again instead,
+// unless it ended for being slow). client-go's reflector takes a watch that closes within a second
 // without an event for a broken one and lists again (VeryShortWatchError);
 // a replica that dies just after admitting the watch is no reason to list,
 // and on a 429 the reflector backs off and watches again from its

@@ -1,0 +1,266 @@
+package kubeapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/informerd/informerd/internal/fanout"
+	"github.com/informerd/informerd/internal/indexer"
+	"github.com/informerd/informerd/internal/kubeproto"
+	"github.com/informerd/informerd/internal/object"
+	"github.com/informerd/informerd/internal/pipeline"
+)
+
+// A watch event's frame is written as pieces that every watcher of the
+// event shares, each with one Write to the response and nothing encoded or
+// copied for one watcher: a JSON frame is a constant head, the object's
+// cached JSON (or its form, kept once in forms) and a constant tail; a
+// protobuf frame is a header of a few bytes, built in the writer's own
+// array, and the object's envelope, kept once in forms; a Table frame,
+// printed for each event, is kept whole in forms (tableFrame). A watcher's
+// own are only its bookmarks (its resourceVersion), a Table watch's first
+// event (the column definitions) and the ERROR that ends it.
+var (
+	jsonHeadAdded    = []byte(`{"type":"ADDED","object":`)
+	jsonHeadModified = []byte(`{"type":"MODIFIED","object":`)
+	jsonHeadDeleted  = []byte(`{"type":"DELETED","object":`)
+	jsonHeadBookmark = []byte(`{"type":"BOOKMARK","object":`)
+	jsonHeadError    = []byte(`{"type":"ERROR","object":`)
+	jsonTail         = []byte("}\n")
+)
+
+// jsonHead is what a JSON watch frame of typ puts before its object.
+func jsonHead(typ watch.EventType) []byte {
+	switch typ {
+	case watch.Added:
+		return jsonHeadAdded
+	case watch.Modified:
+		return jsonHeadModified
+	case watch.Deleted:
+		return jsonHeadDeleted
+	case watch.Bookmark:
+		return jsonHeadBookmark
+	case watch.Error:
+		return jsonHeadError
+	}
+	return []byte(`{"type":"` + string(typ) + `","object":`)
+}
+
+// appendJSONFrame appends the JSON watch frame of an event of typ with obj.
+func appendJSONFrame(b []byte, typ watch.EventType, obj []byte) []byte {
+	b = append(b, jsonHead(typ)...)
+	b = append(b, obj...)
+	return append(b, jsonTail...)
+}
+
+// eventCode numbers the event types a frame kept in forms may have; 0 for
+// the others, which are not kept.
+func eventCode(typ watch.EventType) uint8 {
+	switch typ {
+	case watch.Added:
+		return 1
+	case watch.Modified:
+		return 2
+	case watch.Deleted:
+		return 3
+	}
+	return 0
+}
+
+// tableSecond is the time a Table watch's events printed at now are
+// printed at: its second, so that every watcher that writes an event in
+// that second shares one frame, and the frame is the same whichever of
+// them prints it. Ages are printed to the second.
+func tableSecond(now time.Time) time.Time { return time.Unix(now.Unix(), 0) }
+
+// tableFrame returns the JSON watch frame of an event of typ with o as a
+// Table of one row without column definitions, with cols and t's
+// includeObject, printed at the second at: kept in forms, one for every
+// watcher of those columns and options in that second.
+func (h *Handler) tableFrame(cols *columns, t tableOptions, typ watch.EventType, o *object.Object, at time.Time) []byte {
+	encode := func() ([]byte, error) {
+		obj := h.tableJSON(cols, t, oneObject(o), metav1.ListMeta{ResourceVersion: o.ResourceVersion}, false, at)
+		return appendJSONFrame(make([]byte, 0, len(obj)+len(jsonHeadModified)+len(jsonTail)), typ, obj), nil
+	}
+	k := formKey{o: o, f: formTableMetadata, event: eventCode(typ), at: at.Unix()}
+	if k.event == 0 {
+		b, _ := encode()
+		return b
+	}
+	switch t.include {
+	case metav1.IncludeNone:
+		k.f = formTableNone
+	case metav1.IncludeObject:
+		k.f = formTableObject
+	}
+	if cols.printer != nil {
+		k.printer = cols.printer
+	} else {
+		k.cols = cols
+	}
+	b, _ := h.forms.keep(k, encode)
+	return b
+}
+
+// eventWriter writes a watch's events to its response, each on its own
+// line (JSON) or in its own frame (protobuf), as the pieces every watcher
+// of the event shares, and flushes them to the client. It belongs to the
+// watch's goroutine.
+type eventWriter struct {
+	h    *Handler
+	res  pipeline.Served
+	kind schema.GroupVersionKind
+	w    io.Writer
+	rc   *http.ResponseController
+	out  *output
+	cols *columns
+	// hdr holds a protobuf frame's header while it is written.
+	hdr [32]byte
+	// headed: an event has been written, so a Table's columns have been
+	// sent.
+	headed bool
+	failed bool
+}
+
+// newEventWriter writes the events of a watch of res in out to w.
+func newEventWriter(h *Handler, res pipeline.Served, w http.ResponseWriter, out *output) *eventWriter {
+	return &eventWriter{h: h, res: res, kind: kindOf(res), w: w, rc: http.NewResponseController(w), out: out}
+}
+
+func (e *eventWriter) write(items []fanout.Item) bool {
+	if e.out.as == asNothing && len(items) > 0 {
+		e.failed = true
+	}
+	for _, it := range items {
+		if e.failed {
+			break
+		}
+		switch {
+		case it.Type == watch.Bookmark:
+			e.bookmark(it.ResourceVersion, false)
+		case e.out.media == mediaProtobuf:
+			e.protoEvent(string(it.Type), it.Object, nil)
+		case e.out.as == asTable:
+			e.tableEvent(it)
+		default:
+			e.json(it.Type, e.h.objectJSON(e.out, it.Object))
+		}
+	}
+	return !e.failed
+}
+
+// tableEvent writes an event of a Table watch as the API server's watch
+// encoder does: the columns in the first event only, each event's
+// metadata at its object's resourceVersion. Every event after the first
+// is a frame shared with the other watchers of the same columns.
+func (e *eventWriter) tableEvent(it fanout.Item) {
+	at := tableSecond(e.h.now())
+	if e.headed {
+		e.put(e.h.tableFrame(e.cols, e.out.table, it.Type, it.Object, at))
+		return
+	}
+	e.headed = true
+	e.json(it.Type, e.h.tableJSON(e.cols, e.out.table, oneObject(it.Object), metav1.ListMeta{ResourceVersion: it.Object.ResourceVersion}, true, at))
+}
+
+// bookmark writes a BOOKMARK: an object of the resource's kind with only a
+// resourceVersion, annotated k8s.io/initial-events-end after the initial
+// events. In a Table watch it is a Table with that object as its one row,
+// as the API server converts it; the row carries the object's metadata
+// whatever includeObject asks when the annotation is set.
+func (e *eventWriter) bookmark(rv string, end bool) bool {
+	if e.out.as == asNothing {
+		e.failed = true
+	}
+	gvr := e.res.Resolved().GVR
+	meta := fmt.Sprintf(`{"resourceVersion":%q,"creationTimestamp":null}`, rv)
+	if end {
+		meta = fmt.Sprintf(`{"resourceVersion":%q,"creationTimestamp":null,"annotations":{%q:"true"}}`, rv, metav1.InitialEventsAnnotationKey)
+	}
+	obj := fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,"metadata":%s}`, e.res.Resolved().Kind, gvr.GroupVersion().String(), meta)
+	if e.out.media == mediaProtobuf {
+		e.protoEvent(string(watch.Bookmark), nil, obj)
+		return !e.failed
+	}
+	switch e.out.as {
+	case asMetadata:
+		obj, _ = partialObjectMetadata(obj, e.out.metaGV.String())
+	case asTable:
+		t := e.out.table
+		if end && t.include == metav1.IncludeNone {
+			t.include = metav1.IncludeMetadata
+		}
+		obj = e.h.tableJSON(e.cols, t, oneObject(&object.Object{ResourceVersion: rv, JSON: obj}), metav1.ListMeta{ResourceVersion: rv}, !e.headed, tableSecond(e.h.now()))
+	}
+	e.headed = true
+	e.json(watch.Bookmark, obj)
+	return !e.failed
+}
+
+// json writes one JSON watch frame: three writes, of which only obj is
+// not a constant.
+func (e *eventWriter) json(typ watch.EventType, obj []byte) {
+	e.put(jsonHead(typ))
+	e.put(obj)
+	e.put(jsonTail)
+}
+
+// protoEvent writes one protobuf watch frame.
+func (e *eventWriter) protoEvent(typ string, o *object.Object, bookmark []byte) {
+	if e.failed {
+		return
+	}
+	if _, err := e.h.writeProtoEvent(e.w, e.hdr[:0], e.out, e.kind, typ, o, bookmark); err != nil {
+		e.failed = true
+	}
+}
+
+// put writes b, which may be shared: the response neither changes nor
+// keeps it.
+func (e *eventWriter) put(b []byte) {
+	if e.failed {
+		return
+	}
+	if _, err := e.w.Write(b); err != nil {
+		e.failed = true
+	}
+}
+
+func (e *eventWriter) flush() bool {
+	if e.failed || e.rc.Flush() != nil {
+		e.failed = true
+	}
+	return !e.failed
+}
+
+// end writes the ERROR event that ends a watch the cache can no longer
+// serve, as the API server does: 410 Expired when the resourceVersion has
+// left the history window (the client lists again), else the matching
+// Status.
+func (e *eventWriter) end(err error, rv string) {
+	var st *metav1.Status
+	var tooSlow *fanout.TooSlowError
+	switch {
+	case errors.As(err, &tooSlow):
+		st = expired(fmt.Sprintf("too old resource version: this watch fell behind informerd's history window after resourceVersion %s; list again", tooSlow.LastResourceVersion))
+	case errors.Is(err, indexer.ErrTooOld):
+		st = expired(fmt.Sprintf("too old resource version: %s (%d)", rv, e.res.Cache().Stats().HistoryFloor))
+	case errors.Is(err, fanout.ErrClosed):
+		return // informerd is stopping: the client watches again elsewhere
+	default:
+		st = asStatus(err)
+	}
+	if e.out.media == mediaProtobuf {
+		e.put(kubeproto.WatchFrame(string(watch.Error), kubeproto.Status(st)))
+	} else {
+		e.json(watch.Error, statusJSON(st))
+	}
+	e.flush()
+}
