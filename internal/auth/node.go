@@ -87,11 +87,12 @@ func NewNodeBinding(accounts []ServiceAccount, resources []config.Resource) *Nod
 }
 
 // Restrict refuses a when u is a bound ServiceAccount and a reaches past
-// u's node, with a Forbidden *Error whose reason says what is allowed. It
-// returns a as the authorizer after it should see it: for an allowed read
-// of a node-scoped resource, with the field selector spec.nodeName=<node>
-// the equal API server request has (a gRPC index selection has none), so
-// that a SubjectAccessReview is asked what the API server would be asked.
+// u's node, with a Forbidden *Error whose reason says what is allowed.
+// Otherwise it returns the attributes to authorize next: a itself, or for
+// a read of a node-scoped resource selected by the node index, a with the
+// field selector spec.nodeName=<node> that the same read has at the API
+// server, so that the SubjectAccessReview is asked what the API server
+// would be asked (an index selection has no word there).
 func (n *NodeBinding) Restrict(u user.Info, a Attributes) (Attributes, error) {
 	if n == nil || !n.accounts[u.GetName()] {
 		return a, nil

@@ -138,6 +138,15 @@ func (b *Backoff) Failed() time.Duration {
 	return d
 }
 
+// Capped reports whether the failures in a row have grown the window to
+// Cap: the retried thing has failed for a while (about Cap), worth a
+// visible log line rather than one per attempt.
+func (b *Backoff) Capped() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.policy.Window(b.failures) >= b.policy.Cap
+}
+
 // Healthy records that the retried thing works: a watch admitted or an
 // event received, a list answered. Once it has been healthy for
 // ResetAfter, the next failure starts from Base again.

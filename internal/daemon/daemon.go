@@ -208,8 +208,15 @@ func (d *Daemon) newLeaf(o Options, cfg *config.Config) (*Daemon, error) {
 		return nil, fmt.Errorf("--upstream-informerd: %w", err)
 	}
 	d.upstream = conn
+	if d.state, err = openLeafState(o, d.log); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
 	if err := d.build(o, cfg, restConfig); err != nil {
 		_ = conn.Close()
+		if d.state != nil {
+			d.state.Close()
+		}
 		return nil, err
 	}
 	return d, nil
@@ -359,7 +366,7 @@ func (d *Daemon) listen(o Options, metricsTLS *transport.TLS) error {
 		return err
 	}
 	d.kubeLis = d.peersOn("kube-api", d.kubeLis)
-	d.kubeSrv = &http.Server{Handler: d.kubeAPI, ReadHeaderTimeout: 10 * time.Second}
+	d.kubeSrv = d.kubeAPI.Server()
 	if d.kubeCert != nil {
 		d.kubeLis = tls.NewListener(d.kubeLis, d.kubeCert.Config())
 	} else {

@@ -422,11 +422,8 @@ func (o Options) validateUpstream(cfg *config.Config) error {
 			return fmt.Errorf("resource %s: namespace %q and upstreamSelector.namespace %q differ; set one", r.Resource, r.Namespace, u.Namespace)
 		}
 	}
-	switch {
-	case o.KubeAPIAddress != "":
+	if o.KubeAPIAddress != "" {
 		return errors.New("--kube-api-address forwards what it does not cache to the API server, which an informerd with --upstream-informerd does not talk to; serve the Kubernetes API from the cluster tier")
-	case o.StateDir != "":
-		return errors.New("--state-dir is not supported with --upstream-informerd yet: a leaf restarts by listing from its upstream, which is in the cluster")
 	}
 	return nil
 }

@@ -43,12 +43,11 @@ const (
 	formProtobufMetadataObjectNoManagedFields
 	formProtobufMetadataBetaObject
 	formProtobufMetadataBetaObjectNoManagedFields
-	// formTableNone, formTableMetadata, formTableObject: not an object's
-	// encoding but a whole watch frame, {"type":…,"object":…} and its
-	// newline, of a Table watch's event after its first (one row, no
-	// column definitions), with includeObject None, Metadata or Object.
-	// Its key also names the event type, the columns and the second it
-	// is printed at (tableFrame).
+	// formTableNone, formTableMetadata, formTableObject: with an event
+	// type only (a frame), a Table watch's event after its first (one
+	// row, no column definitions) with includeObject None, Metadata or
+	// Object; its key also names the columns and the second it is
+	// printed at (tableFrame).
 	formTableNone
 	formTableMetadata
 	formTableObject
@@ -66,12 +65,11 @@ const DefaultMaxFormBytes = 64 << 20
 // leave in the order they came (a FIFO per shard), which suits a stream of
 // events; a cold list encodes again. Safe for concurrent use.
 //
-// A watch writes each event as shared pieces (frames.go): a JSON
-// frame's constant head and tail around the object's cached JSON or its
-// form here, a protobuf frame's few header bytes before the object's
-// envelope here. Only a Table frame, printed for each event, is kept here
-// whole, as the API server's cachingObject keeps a watch event's
-// encoding per event type and encoder.
+// forms also keep whole watch frames (frames.go): an event's frame in an
+// encoding, {"type":…,"object":…} and its newline or a protobuf frame, for
+// every watcher that writes that event alone, as the API server's
+// cachingObject keeps a watch event's encoding per event type and
+// encoder; a frame's key names its event type (formKey.event).
 type forms struct {
 	seed   maphash.Seed
 	shards [formShards]formShard
@@ -84,9 +82,10 @@ const formShards = 16
 type formKey struct {
 	o *object.Object
 	f form
-	// event is a frame's event type (eventCode): one object version is
-	// ADDED to a watcher whose selection it enters and MODIFIED to one it
-	// was already in.
+	// event, when not 0, makes the key a whole watch frame of form f
+	// with this event type (eventCode): one object version is ADDED to a
+	// watcher whose selection it enters and MODIFIED to one it was
+	// already in.
 	event uint8
 	// printer and cols are a Table's columns: a built-in resource's
 	// printer, else the CRD's columns as fetched (a refetch is another

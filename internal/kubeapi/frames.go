@@ -1,10 +1,12 @@
 package kubeapi
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,13 +20,15 @@ import (
 	"github.com/informerd/informerd/internal/pipeline"
 )
 
-// A watch event's frame is written as pieces that every watcher of the
-// event shares, each with one Write to the response and nothing encoded or
-// copied for one watcher: a JSON frame is a constant head, the object's
-// cached JSON (or its form, kept once in forms) and a constant tail; a
-// protobuf frame is a header of a few bytes, built in the writer's own
-// array, and the object's envelope, kept once in forms; a Table frame,
-// printed for each event, is kept whole in forms (tableFrame). A watcher's
+// A watch writes each event that comes alone (the fan-out of a live
+// event: each watcher polls it by itself) as its whole frame in one Write,
+// and the frame is the same bytes for every watcher of the event and
+// encoding: built once, kept in forms (eventFrame), as the API server's
+// cachingObject keeps a watch event's encoding per event type and
+// encoder. A batch of events (initial events, a replay, a watcher behind
+// the stream) is copied instead, as pieces of shared bytes, into a
+// buffer borrowed for the batch, so that a batch is written in large
+// writes and its frames, read by one watcher, are not kept. A watcher's
 // own are only its bookmarks (its resourceVersion), a Table watch's first
 // event (the column definitions) and the ERROR that ends it.
 var (
@@ -35,6 +39,10 @@ var (
 	jsonHeadError    = []byte(`{"type":"ERROR","object":`)
 	jsonTail         = []byte("}\n")
 )
+
+// batchBuffers are the buffers batches are written through: 32 KiB, as
+// large as net/http's own writes to the connection.
+var batchBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
 
 // jsonHead is what a JSON watch frame of typ puts before its object.
 func jsonHead(typ watch.EventType) []byte {
@@ -72,6 +80,36 @@ func eventCode(typ watch.EventType) uint8 {
 		return 3
 	}
 	return 0
+}
+
+// eventFrame returns the whole frame of an event of typ with o in the
+// encoding out asks for (not a Table), kept in forms for every watcher of
+// that encoding; nil when it is not kept (an event type forms do not
+// key, an object that cannot be encoded in protobuf).
+func (h *Handler) eventFrame(out *output, kind schema.GroupVersionKind, typ watch.EventType, o *object.Object) []byte {
+	code := eventCode(typ)
+	if code == 0 {
+		return nil
+	}
+	if out.media == mediaProtobuf {
+		b, err := h.forms.keep(formKey{o: o, f: out.protoObjectForm(), event: code}, func() ([]byte, error) {
+			obj, err := h.protoObject(out, kind, o)
+			if err != nil {
+				return nil, err
+			}
+			b := kubeproto.AppendWatchFrameHeader(make([]byte, 0, 32+len(obj)), string(typ), obj)
+			return append(b, obj...), nil
+		})
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	b, _ := h.forms.keep(formKey{o: o, f: out.form(), event: code}, func() ([]byte, error) {
+		obj := h.objectJSON(out, o)
+		return appendJSONFrame(make([]byte, 0, len(jsonHeadModified)+len(obj)+len(jsonTail)), typ, obj), nil
+	})
+	return b
 }
 
 // tableSecond is the time a Table watch's events printed at now are
@@ -117,7 +155,10 @@ type eventWriter struct {
 	h    *Handler
 	res  pipeline.Served
 	kind schema.GroupVersionKind
+	// w is where events are written: resp, or while a batch is written
+	// the buffer it borrowed.
 	w    io.Writer
+	resp io.Writer
 	rc   *http.ResponseController
 	out  *output
 	cols *columns
@@ -131,12 +172,27 @@ type eventWriter struct {
 
 // newEventWriter writes the events of a watch of res in out to w.
 func newEventWriter(h *Handler, res pipeline.Served, w http.ResponseWriter, out *output) *eventWriter {
-	return &eventWriter{h: h, res: res, kind: kindOf(res), w: w, rc: http.NewResponseController(w), out: out}
+	return &eventWriter{h: h, res: res, kind: kindOf(res), w: w, resp: w, rc: http.NewResponseController(w), out: out}
 }
 
+// write writes items: one event alone as its shared frame, a batch
+// through a borrowed buffer. The caller flushes.
 func (e *eventWriter) write(items []fanout.Item) bool {
 	if e.out.as == asNothing && len(items) > 0 {
 		e.failed = true
+	}
+	if len(items) > 1 && !e.failed {
+		b := batchBuffers.Get().(*bufio.Writer)
+		b.Reset(e.resp)
+		e.w = b
+		defer func() {
+			if !e.failed && b.Flush() != nil {
+				e.failed = true
+			}
+			b.Reset(nil)
+			batchBuffers.Put(b)
+			e.w = e.resp
+		}()
 	}
 	for _, it := range items {
 		if e.failed {
@@ -145,15 +201,26 @@ func (e *eventWriter) write(items []fanout.Item) bool {
 		switch {
 		case it.Type == watch.Bookmark:
 			e.bookmark(it.ResourceVersion, false)
-		case e.out.media == mediaProtobuf:
-			e.protoEvent(string(it.Type), it.Object, nil)
 		case e.out.as == asTable:
 			e.tableEvent(it)
+		case len(items) == 1 && e.shared(it):
+		case e.out.media == mediaProtobuf:
+			e.protoEvent(string(it.Type), it.Object, nil)
 		default:
 			e.json(it.Type, e.h.objectJSON(e.out, it.Object))
 		}
 	}
 	return !e.failed
+}
+
+// shared writes an event's shared frame, if it is kept.
+func (e *eventWriter) shared(it fanout.Item) bool {
+	b := e.h.eventFrame(e.out, e.kind, it.Type, it.Object)
+	if b == nil {
+		return false
+	}
+	e.put(b)
+	return true
 }
 
 // tableEvent writes an event of a Table watch as the API server's watch
@@ -204,7 +271,7 @@ func (e *eventWriter) bookmark(rv string, end bool) bool {
 	return !e.failed
 }
 
-// json writes one JSON watch frame: three writes, of which only obj is
+// json writes one JSON watch frame in three writes, of which only obj is
 // not a constant.
 func (e *eventWriter) json(typ watch.EventType, obj []byte) {
 	e.put(jsonHead(typ))

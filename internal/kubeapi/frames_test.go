@@ -40,9 +40,9 @@ import (
 //   - each watcher's bytes are exactly what referenceFrames, which encodes
 //     every frame for that watcher alone from the object's JSON (informerd's
 //     writer before frames were shared), gives for the same items;
-//   - the object's bytes (or a Table's whole frame) a watcher writes for an
-//     event are the very bytes every other watcher of that encoding writes
-//     for it (with forms large enough to keep them).
+//   - a watcher writes an event that comes alone in one Write, of the very
+//     bytes every other watcher of that encoding writes for it (with forms
+//     large enough to keep them).
 //
 // With forms too small to keep anything, the bytes must be the same.
 
@@ -237,7 +237,7 @@ func (m *frameModel) pod(name string) *object.Object {
 		Status: corev1.PodStatus{Phase: corev1.PodPhase(pick("Pending", "Running", "Succeeded"))},
 	}
 	if m.rnd.IntN(2) == 0 {
-		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}}}`)}}}
+		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{}}}`)}}
 	}
 	o, err := m.enc.EncodeUnstructured(benchdata.Unstructured(p))
 	if err != nil {
@@ -340,9 +340,23 @@ func (m *frameModel) deliver() {
 	}
 }
 
-// write writes items to fw one at a time, noting where each event's
-// object (or Table frame) was, and what the reference gives for them.
+// write writes items to fw, as one batch or (as a watch writes an event
+// that comes alone) one at a time, noting where each lone event's frame
+// was, and what the reference gives for them.
 func (m *frameModel) write(fw *frameWatcher, items []fanout.Item) {
+	if len(items) > 1 && m.rnd.IntN(2) == 0 {
+		fw.ew.write(items)
+		if !fw.ew.flush() {
+			fw.ended = true
+		}
+		for _, it := range items {
+			if it.Type != watch.Bookmark {
+				fw.events++
+			}
+		}
+		m.reference(fw, items, false)
+		return
+	}
 	for _, it := range items {
 		from := len(fw.rec.writes)
 		wasHeaded := fw.ew.headed
@@ -357,13 +371,11 @@ func (m *frameModel) write(fw *frameWatcher, items []fanout.Item) {
 		if it.Type == watch.Bookmark || (fw.out.as == asTable && !wasHeaded) || from == len(fw.rec.writes) {
 			continue // a watcher's own, or nothing written
 		}
-		// The event's largest write is its object, or its Table frame.
-		big := fw.rec.writes[from]
-		for _, p := range fw.rec.writes[from:] {
-			if p.n > big.n {
-				big = p
-			}
+		if n := len(fw.rec.writes) - from; n != 1 {
+			m.t.Errorf("%s: %s %s written alone in %d writes, want its frame in one", fw.name, it.Type, it.Object.ResourceVersion, n)
+			continue
 		}
+		big := fw.rec.writes[from]
 		k := sharedKey{enc: fw.enc, cols: fw.cols, o: it.Object, typ: it.Type, at: m.clock.Unix()}
 		if m.shared[k] == nil {
 			m.shared[k] = map[*byte]bool{}
@@ -394,6 +406,7 @@ func (m *frameModel) check() {
 	if delivered < 1000 {
 		t.Fatalf("only %d events delivered: the schedule tests too little", delivered)
 	}
+	t.Logf("%d watchers, %d events delivered, %d (event, encoding) pairs written alone", len(m.ws), delivered, len(m.shared))
 	if !m.checkShared {
 		return
 	}

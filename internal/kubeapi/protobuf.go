@@ -51,6 +51,17 @@ func (h *Handler) protoMessage(out *output, kind schema.GroupVersionKind, o *obj
 // watch event's object) as out asks for it, encoded once per object
 // version while it is recent.
 func (h *Handler) protoObject(out *output, kind schema.GroupVersionKind, o *object.Object) ([]byte, error) {
+	return h.forms.get(o, out.protoObjectForm(), func(o *object.Object) ([]byte, error) {
+		msg, err := h.protoMessage(out, kind, o)
+		if err != nil {
+			return nil, err
+		}
+		return kubeproto.Object(protoKind(out, kind), msg), nil
+	})
+}
+
+// protoObjectForm is the form of an object's envelope out asks for.
+func (out *output) protoObjectForm() form {
 	var f form
 	switch meta := out.as == asMetadata || out.as == asMetadataList; {
 	case meta && out.metaGV.Version == "v1beta1":
@@ -63,13 +74,7 @@ func (h *Handler) protoObject(out *output, kind schema.GroupVersionKind, o *obje
 	if out.dropManagedFields {
 		f++ // each form's NoManagedFields variant follows it
 	}
-	return h.forms.get(o, f, func(o *object.Object) ([]byte, error) {
-		msg, err := h.protoMessage(out, kind, o)
-		if err != nil {
-			return nil, err
-		}
-		return kubeproto.Object(protoKind(out, kind), msg), nil
-	})
+	return f
 }
 
 // protoKind is the kind a protobuf object answer or event of a resource

@@ -139,4 +139,3 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, f *facts) {
 		idle.Reset(idleBookmark)
 	}
 }
-

@@ -42,9 +42,12 @@ func (d *discardResponse) FlushError() error           { d.flushes++; return nil
 
 // BenchmarkWatchFrames is what writing one watch event to one Kubernetes
 // API watcher costs, in each encoding a client may ask for, with every
-// event delivered to benchWatchers watchers of that encoding (a fan-out):
-// one op is one event written and flushed to one watcher. Each watcher's
-// writer is built before the loop, as a watch builds it once.
+// event delivered to benchWatchers watchers of that encoding (a fan-out,
+// each watcher polling the event alone): one op is one event written and
+// flushed to one watcher, into a response that keeps nothing (net/http's
+// own costs are not counted). Each watcher's writer is built before the
+// loop, as a watch builds it once; a Table watcher is past its first
+// event.
 func BenchmarkWatchFrames(b *testing.B) {
 	objs := benchObjects(b, 200)
 	podPrinter, _ := printers.For(schema.GroupResource{Resource: "pods"})

@@ -118,7 +118,7 @@ func (s *Set) build(c *config.Config, src Source) error {
 		if s.state != nil {
 			p.state = s.state.Resource(r.Resource, state.Source{
 				Namespace: r.Namespace, LabelSelector: r.LabelSelector, FieldSelector: r.FieldSelector,
-				StripManagedFields: c.StripManagedFields(r),
+				StripManagedFields: c.StripManagedFields(r), Upstream: upstreamPart(r),
 			})
 		}
 		s.pipelines = append(s.pipelines, p)

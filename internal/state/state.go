@@ -74,6 +74,10 @@ type Source struct {
 	LabelSelector      string `json:"labelSelector,omitempty"`
 	FieldSelector      string `json:"fieldSelector,omitempty"`
 	StripManagedFields bool   `json:"stripManagedFields"`
+	// Upstream is a leaf's upstreamSelector, the part of its upstream
+	// informerd's objects it takes, in a canonical form; empty for a
+	// resource taken from the API server.
+	Upstream string `json:"upstream,omitempty"`
 }
 
 // Resolved is what discovery resolved a resource to.

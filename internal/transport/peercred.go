@@ -84,7 +84,7 @@ func NewPeers(o PeerOptions) (*Peers, error) {
 		}, []string{"listener", "reason"}),
 		log:     o.Log,
 		now:     o.Now,
-		limiter: logLimiter{last: map[uint32]logEntry{}},
+		limiter: logLimiter{last: map[int64]logEntry{}},
 	}
 	if o.Registerer != nil {
 		o.Registerer.MustRegister(p.refused)
@@ -109,14 +109,16 @@ func (p *Peers) admit(name string, c net.Conn) bool {
 	cred, err := peerCredentials(c)
 	if err != nil {
 		p.refused.WithLabelValues(name, refusedUnknown).Inc()
-		p.log.Warn("refused a connection to the Unix socket: its peer's credentials could not be read", "listener", name, "err", err)
+		if left, ok := p.limiter.allow(unknownUID, p.now()); ok {
+			p.log.Warn("refused a connection to the Unix socket: its peer's credentials could not be read", "listener", name, "err", err, "refusedUnlogged", left)
+		}
 		return false
 	}
 	if slices.Contains(p.allowed, cred.uid) {
 		return true
 	}
 	p.refused.WithLabelValues(name, refusedUID).Inc()
-	if left, ok := p.limiter.allow(cred.uid, p.now()); ok {
+	if left, ok := p.limiter.allow(int64(cred.uid), p.now()); ok {
 		p.log.Warn("refused a connection to the Unix socket from a user not in --unix-socket-allowed-uids",
 			"listener", name, "uid", cred.uid, "gid", cred.gid, "pid", cred.pid, "refusedUnlogged", left)
 	}
@@ -154,11 +156,16 @@ type credentials struct {
 	uid, gid uint32
 }
 
-// logLimiter allows one log line per uid and PeerLogInterval, and counts
-// the refusals it held back. Safe for concurrent use.
+// unknownUID is the logLimiter key of peers whose credentials could not
+// be read.
+const unknownUID = -1
+
+// logLimiter allows one log line per uid (unknownUID for none) and
+// PeerLogInterval, and counts the refusals it held back. Safe for
+// concurrent use.
 type logLimiter struct {
 	mu   sync.Mutex
-	last map[uint32]logEntry
+	last map[int64]logEntry
 }
 
 type logEntry struct {
@@ -168,7 +175,7 @@ type logEntry struct {
 
 // allow reports whether a refusal of uid at now is logged, and how many
 // refusals of uid were not logged since its last line.
-func (l *logLimiter) allow(uid uint32, now time.Time) (skipped int, ok bool) {
+func (l *logLimiter) allow(uid int64, now time.Time) (skipped int, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, seen := l.last[uid]

@@ -68,8 +68,20 @@ func (lw *ListWatch) retry(ctx context.Context, what string, f func() error) err
 			return err
 		}
 		d := lw.backoff.Failed()
-		klog.FromContext(ctx).V(2).Info("informerd refused the call; retrying", "call", what, "resource", lw.opts.Resource, "err", err, "after", d)
+		logRetry(ctx, lw.backoff, "informerd refused the call; retrying", "call", what, "resource", lw.opts.Resource, "err", err, "after", d)
 	}
+}
+
+// logRetry logs a retry: verbosely while the backoff grows, so that a
+// herd of reconnecting watchers does not flood the log, and for everyone
+// once it has reached its cap (refusals for about half a minute), as
+// client-go logs a reflector's failures.
+func logRetry(ctx context.Context, b *backoff.Backoff, msg string, kv ...any) {
+	logger := klog.FromContext(ctx)
+	if !b.Capped() {
+		logger = logger.V(2)
+	}
+	logger.Info(msg, kv...)
 }
 
 // reconnect is how a connection Dial returns connects again after it

@@ -80,14 +80,18 @@ func (d *dying) counts() (lists int, resumes []string) {
 // replica dying just after it admitted the watch is no reason to. The
 // reflector lists once and watches again from that list's resourceVersion
 // each time: a leaf informerd failing over between replicas does not
-// relist.
+// relist. The ListWatch opens such a watch again itself; with NoRetry it
+// sends the reflector a 429, which backs off and watches again.
 func TestWatchBrokenBeforeAnEvent(t *testing.T) {
 	tests := []struct {
 		name             string
 		disableWatchList bool
+		noRetry          bool
 	}{
 		{name: "streaming list, broken at once after its end, then watches"},
 		{name: "list, then watches", disableWatchList: true},
+		{name: "NoRetry: streaming list, broken at once after its end, then watches", noRetry: true},
+		{name: "NoRetry: list, then watches", disableWatchList: true, noRetry: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,7 +106,7 @@ func TestWatchBrokenBeforeAnEvent(t *testing.T) {
 			go func() { _ = gs.Serve(lis) }()
 			t.Cleanup(gs.Stop)
 			lw, err := client.NewListWatch(dial(t, lis.Addr().String()), &corev1.ConfigMap{},
-				client.Options{Resource: "configmaps", DisableWatchList: tt.disableWatchList})
+				client.Options{Resource: "configmaps", DisableWatchList: tt.disableWatchList, NoRetry: tt.noRetry})
 			if err != nil {
 				t.Fatal(err)
 			}

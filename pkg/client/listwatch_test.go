@@ -198,9 +198,20 @@ func TestListWatch(t *testing.T) {
 				t.Fatal("the watch did not end within 30s of informerd's shutdown")
 			}
 		}
-		// informerd down: the reflector backs off and retries (429).
-		if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: created.ResourceVersion}); !apierrors.IsTooManyRequests(err) {
-			t.Errorf("watch while informerd is down: %v, want 429 (retry)", err)
+		// informerd down: the ListWatch retries until informerd is back
+		// or the call's context ends; with NoRetry the reflector gets a
+		// 429, backs off and retries.
+		down, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if _, err := lw.WatchWithContext(down, metav1.ListOptions{ResourceVersion: created.ResourceVersion}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("watch while informerd is down: %v, want the context's end (retrying until then)", err)
+		}
+		noRetry, err := client.NewListWatch(dial(t, srv.Addr), &corev1.ConfigMap{}, client.Options{Resource: "configmaps", Namespace: ns, NoRetry: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := noRetry.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: created.ResourceVersion}); !apierrors.IsTooManyRequests(err) {
+			t.Errorf("watch with NoRetry while informerd is down: %v, want 429 (retry)", err)
 		}
 	})
 }
@@ -239,7 +250,9 @@ func TestErrors(t *testing.T) {
 			}},
 		{name: "cache not synced (no such CRD)", is: apierrors.IsTooManyRequests, reason: pb.ErrorReason_CACHE_NOT_SYNCED,
 			call: func() error {
-				_, err := lwFor(client.Options{Resource: "gadgets.v1.example.com"}).ListWithContext(ctx, metav1.ListOptions{})
+				// Without NoRetry the ListWatch would retry until the CRD
+				// is installed.
+				_, err := lwFor(client.Options{Resource: "gadgets.v1.example.com", NoRetry: true}).ListWithContext(ctx, metav1.ListOptions{})
 				return err
 			}},
 		{name: "unknown resource", is: apierrors.IsNotFound, reason: pb.ErrorReason_RESOURCE_NOT_SERVED,

@@ -181,7 +181,7 @@ func (w *streamWatch) reopen(ctx context.Context, err error) error {
 	}
 	for {
 		d := w.opts.backoff.Failed()
-		klog.FromContext(ctx).V(2).Info("informerd ended the watch before its first event; opening it again", "err", err, "after", d)
+		logRetry(ctx, w.opts.backoff, "informerd ended the watch before its first event; opening it again", "resource", w.req.GetResource(), "err", err, "after", d)
 		if werr := w.opts.backoff.Wait(ctx); werr != nil {
 			return werr
 		}

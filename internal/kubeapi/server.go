@@ -1,0 +1,50 @@
+package kubeapi
+
+import (
+	"net/http"
+	"time"
+)
+
+// HTTP/2 settings of the Kubernetes API's server, from the API server's
+// (k8s.io/apiserver's SecureServingOptions): frames and a stream's receive
+// window of 256 KiB, which hold at least 99% of request bodies (its
+// resourceBody99Percentile), and a 90 s idle timeout. Its streams per
+// connection (100, or --http2-max-streams-per-connection) are not: a
+// client that multiplexes thousands of watches on one connection, as a
+// proxy or a process with many informers does, would be spread over more
+// connections or queued; a connection here may carry every watch informerd
+// serves (Options.MaxWatches) and http2OtherStreams requests beside them.
+// The windows bound only what a client sends (forwarded request bodies):
+// events flow within the client's windows.
+const (
+	http2FrameSize    = 256 << 10
+	http2StreamWindow = 256 << 10
+	// http2ConnWindow is the largest connection window net/http documents
+	// (the API server's is its stream window times its streams, which
+	// for thousands of streams would be gigabytes of request bodies).
+	http2ConnWindow   = 4<<20 - 1
+	http2OtherStreams = 100
+	idleTimeout       = 90 * time.Second
+)
+
+// Server returns an HTTP server of h for a listener of the Kubernetes API:
+// HTTP/1.1, and HTTP/2 over TLS (a listener that offers h2 by ALPN, as
+// internal/transport's does) with the settings above. A plaintext listener
+// that also speaks HTTP/2 without TLS sets Protocols itself.
+func (h *Handler) Server() *http.Server {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       idleTimeout,
+		Protocols:         new(http.Protocols),
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams:          h.opts.MaxWatches + http2OtherStreams,
+			MaxReadFrameSize:              http2FrameSize,
+			MaxReceiveBufferPerStream:     http2StreamWindow,
+			MaxReceiveBufferPerConnection: http2ConnWindow,
+		},
+	}
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetHTTP2(true)
+	return srv
+}
