@@ -294,7 +294,10 @@ func TestChaos(t *testing.T) {
 		}
 		d, err := testenv.StartDaemon(bin, config, kubeconfig, "--state-dir="+filepath.Join(dir, fmt.Sprintf("state-%d", i)), "--watch-rate=100000", "--watch-burst=100000", "--max-watches-per-identity=100000",
 			"--list-rate=100000", "--list-burst=100000",
-			"--keepalive-time=2s", "--keepalive-timeout=2s")
+			"--keepalive-time=2s", "--keepalive-timeout=2s",
+			// Integrity checks all the time: after any fault, each must
+			// find the cache equal to the API server, or skip.
+			"--consistency-check-interval=3s", "--consistency-check-page-size=7", "--consistency-check-page-interval=0")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,6 +336,7 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("chaos: %d clients on 2 replicas, %d on 2 leaves over them; seed %d (CHAOS_SEED=%d replays this schedule)", clients, leafClients, seed, seed)
 
+	var checksMatched float64 // the most matches a replica counted
 	run := func(f fault) {
 		before := s.counters()
 		writing <- true
@@ -354,6 +358,13 @@ func TestChaos(t *testing.T) {
 				t.Errorf("fault %q: %v", f.name, err)
 			}
 		}
+		for i, r := range s.replicas {
+			url := "http://" + r.MetricsAddr + "/metrics"
+			if n := scrapeSeries(url, "informerd_cache_consistency_checks_total", `result="mismatch"`); n > 0 {
+				t.Errorf("fault %q: replica %d: %g integrity checks found its cache different from the API server", f.name, i, n)
+			}
+			checksMatched = max(checksMatched, scrapeSeries(url, "informerd_cache_consistency_checks_total", `result="match"`))
+		}
 	}
 	if duration == 0 {
 		for _, f := range faults {
@@ -364,6 +375,11 @@ func TestChaos(t *testing.T) {
 			run(faults[s.rng.IntN(len(faults))])
 		}
 	}
+
+	if checksMatched == 0 {
+		t.Error("no integrity check of a replica's cache ever matched: the checks prove nothing")
+	}
+	s.logf("integrity checks: up to %g matched on a replica between two restarts, none found a difference", checksMatched)
 
 	// Clients leave: goroutines and heap come back near where they began.
 	stopClients()
@@ -546,6 +562,28 @@ func (m movement) minus(b movement) movement {
 		leafClientResumes: m.leafClientResumes - b.leafClientResumes, leafClientRelists: m.leafClientRelists - b.leafClientRelists,
 		leafRelistsAfter: m.leafRelists,
 	}
+}
+
+// scrapeSeries sums the series of the metric name whose labels contain
+// label (`result="mismatch"`). A replica that is down reads as 0.
+func scrapeSeries(url, name, label string) float64 {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	sum := 0.0
+	for _, line := range strings.Split(string(body), "\n") {
+		labels, rest, ok := strings.Cut(strings.TrimPrefix(line, name+"{"), "} ")
+		if !ok || !strings.HasPrefix(line, name+"{") || !strings.Contains(labels, label) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.Fields(rest)[0], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
 }
 
 // scrape sums each metric's series by name (labels dropped). A replica
