@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -43,9 +44,16 @@ func podsConfig(ns string) string {
 `, ns)
 }
 
+// podsConfigStrip is podsConfig with managedFields stripped or kept,
+// whatever informerd's default (kept when it serves the Kubernetes API).
+func podsConfigStrip(ns string, strip bool) string {
+	return podsConfig(ns) + fmt.Sprintf("    transform: {stripManagedFields: %t}\n", strip)
+}
+
 // startInformerd runs bin with config against c and waits until it is ready.
-// It serves gRPC and the Kubernetes API, its limits lifted (unlimited).
-func startInformerd(bin string, c *cluster, dir, config string) (*daemon, error) {
+// It serves gRPC and the Kubernetes API, its limits lifted (unlimited);
+// extra flags come after -informerd-args, so that a scenario's own win.
+func startInformerd(bin string, c *cluster, dir, config string, extra ...string) (*daemon, error) {
 	cfgFile := filepath.Join(dir, "informerd.yaml")
 	if err := os.WriteFile(cfgFile, []byte(config), 0o600); err != nil {
 		return nil, err
@@ -57,7 +65,7 @@ func startInformerd(bin string, c *cluster, dir, config string) (*daemon, error)
 			return nil, err
 		}
 		args := append([]string{"--kube-api-address=" + kubeAddr}, unlimited...)
-		return testenv.StartDaemon(bin, cfgFile, c.kubeconfig, append(args, informerdArgs...)...)
+		return testenv.StartDaemon(bin, cfgFile, c.kubeconfig, slices.Concat(args, informerdArgs, extra)...)
 	})
 	if err != nil {
 		return nil, err

@@ -69,18 +69,36 @@ type bench struct {
 	// phases writes at 100 writes/s.
 	tiersNodes, tiersPerNode, tiersPods int
 	tiersPhase                          time.Duration
+
+	// herdN is the herd scenario's watchers, reconnecting after a restart.
+	herdN int
+
+	// The capacity scenario: nodes, watchers per node, the pods of its
+	// namespace (spread over the nodes), the bench/fleet processes its
+	// client-go informers run in, how long they may take to sync, how long
+	// its phases write at 100 writes/s, and the pod writes while its
+	// informerd is down.
+	capacityNodes, capacityPerNode, capacityPods, capacityChildren int
+	capacitySync, capacityPhase                                    time.Duration
+	capacityDownWrites                                             int
+
+	// scalePods is the scale scenario's pods (issue 38).
+	scalePods int
 }
 
 var modes = map[string]bench{
 	"smoke": {runs: 1, pods: 300, nodes: 10, watchers: []int{10}, phaseTime: 2 * time.Second, memorySizes: []int{300}, memorySettle: 2 * time.Second, memoryChurn: 2 * time.Second, sidecars: []int{2}, lists: 20, relistPods: 50, relistN: 10, relistSettle: 10 * time.Second,
 		restartPods: []int{300}, restartN: 10, restartPreWrites: 10, restartDownWrites: 20, restartPhase: 2 * time.Second,
-		tiersNodes: 3, tiersPerNode: 5, tiersPods: 60, tiersPhase: 2 * time.Second},
+		tiersNodes: 3, tiersPerNode: 5, tiersPods: 60, tiersPhase: 2 * time.Second, herdN: 50,
+		capacityNodes: 4, capacityPerNode: 5, capacityPods: 40, capacityChildren: 2, capacitySync: 2 * time.Minute, capacityPhase: 2 * time.Second, capacityDownWrites: 10, scalePods: 300},
 	"short": {runs: 3, pods: 2000, nodes: 100, watchers: []int{1000}, phaseTime: 5 * time.Second, memorySizes: []int{2000}, memorySettle: 5 * time.Second, memoryChurn: 20 * time.Second, sidecars: []int{10, 50}, lists: 200, relistPods: 200, relistN: 200, relistSettle: 10 * time.Second,
 		restartPods: []int{2000}, restartN: 200, restartPreWrites: 50, restartDownWrites: 100, restartPhase: 10 * time.Second,
-		tiersNodes: 20, tiersPerNode: 50, tiersPods: 1000, tiersPhase: 15 * time.Second},
+		tiersNodes: 20, tiersPerNode: 50, tiersPods: 1000, tiersPhase: 15 * time.Second, herdN: 5000,
+		capacityNodes: 100, capacityPerNode: 10, capacityPods: 1000, capacityChildren: 4, capacitySync: 5 * time.Minute, capacityPhase: 15 * time.Second, capacityDownWrites: 50, scalePods: 20000},
 	"full": {runs: 3, pods: 10000, nodes: 100, watchers: []int{10, 100, 1000}, phaseTime: 15 * time.Second, pacedTime: time.Minute, memorySizes: []int{10000, 50000}, memorySettle: 5 * time.Second, memoryChurn: time.Minute, sidecars: []int{10, 50}, lists: 1000, relistPods: 500, relistN: 1000, relistSettle: 30 * time.Second,
 		restartPods: []int{10000, 50000}, restartN: 1000, restartPreWrites: 50, restartDownWrites: 100, restartPhase: 20 * time.Second,
-		tiersNodes: 20, tiersPerNode: 50, tiersPods: 10000, tiersPhase: time.Minute},
+		tiersNodes: 20, tiersPerNode: 50, tiersPods: 10000, tiersPhase: time.Minute, herdN: 5000,
+		capacityNodes: 1000, capacityPerNode: 10, capacityPods: 10000, capacityChildren: 4, capacitySync: 5 * time.Minute, capacityPhase: time.Minute, capacityDownWrites: 100, scalePods: 200000},
 }
 
 // largest is the largest watcher count (b.watchers is sorted): its
@@ -100,8 +118,9 @@ func main() {
 	phaseTime := flag.Duration("phase", 0, "how long each fan-out and slow-consumer phase writes (default: the mode's)")
 	pacedTime := flag.Duration("paced-phase", 0, "how long the largest fan-out's 100 writes/s phase writes (default: the mode's, 1m in full mode; -phase otherwise)")
 	memorySizes := flag.String("memory-sizes", "", "comma-separated pod counts for the memory scenario, overriding the mode's")
+	scalePods := flag.Int("scale-pods", 0, "pods of the scale scenario, overriding the mode's (200,000 in full mode)")
 	extra := flag.String("informerd-args", "", "space-separated flags added to each informerd over kube-apiserver, e.g. -informerd-args=--api-server-watch-http2 (the report's command line records them)")
-	only := flag.String("scenarios", "fanout,memory,sidecars,list,slow,relist,restart,tiers", "comma-separated scenarios to run")
+	only := flag.String("scenarios", "fanout,memory,sidecars,list,slow,relist,restart,tiers,herd,capacity,scale", "comma-separated scenarios to run")
 	flag.Parse()
 	b, ok := modes[*mode]
 	if !ok {
@@ -141,6 +160,9 @@ func main() {
 	}
 	if *memorySizes != "" {
 		b.memorySizes = counts("-memory-sizes", *memorySizes)
+	}
+	if *scalePods > 0 {
+		b.scalePods = *scalePods
 	}
 	if err := run(&b, *out, strings.Split(*only, ",")); err != nil {
 		logf("FAILED: %v", err)
@@ -186,7 +208,7 @@ func run(b *bench, out string, only []string) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build informerd (run from the repository root): %w", err)
 	}
-	for _, name := range []string{"informer", "thin", "floor", "reader"} {
+	for _, name := range []string{"informer", "thin", "floor", "reader", "fleet"} {
 		childBins[name] = filepath.Join(b.dir, name)
 		build := exec.Command("go", "build", "-o", childBins[name], "./bench/"+name)
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -211,7 +233,7 @@ func run(b *bench, out string, only []string) error {
 	scenarios := []struct {
 		name string
 		run  func(context.Context, *bench) (Scenario, error)
-	}{{"fanout", fanOut}, {"memory", memory}, {"sidecars", sidecars}, {"list", listByIndex}, {"slow", slowConsumers}, {"relist", relist}, {"restart", restart}, {"tiers", tiers}}
+	}{{"fanout", fanOut}, {"memory", memory}, {"sidecars", sidecars}, {"list", listByIndex}, {"slow", slowConsumers}, {"relist", relist}, {"restart", restart}, {"tiers", tiers}, {"herd", herd}, {"capacity", capacity}, {"scale", scale}}
 	for _, sc := range scenarios {
 		if !contains(only, sc.name) {
 			continue

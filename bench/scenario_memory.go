@@ -175,7 +175,7 @@ func (b *bench) emptyFootprints(ctx context.Context, ns string) ([]footprint, er
 // stripped), on the pods of ns, and returns them once both are ready, in
 // that order, with a function that stops both.
 func (b *bench) startCaches(ns string, pods int) ([]*cacheProc, func(), error) {
-	d, err := startInformerd(b.informerdBin, b.cluster, b.dir, podsConfig(ns))
+	d, err := startInformerd(b.informerdBin, b.cluster, b.dir, podsConfigStrip(ns, true))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
 )
 
 // largest draws the top of every window, so a test sees the windows.
@@ -146,4 +148,73 @@ func TestFullJitter(t *testing.T) {
 	if hi >= time.Second || lo > 50*time.Millisecond || hi < 950*time.Millisecond {
 		t.Errorf("2000 first failures drew from [%v, %v], want about [0, 1s)", lo, hi)
 	}
+}
+
+// outages is the recovery fault's pattern (internal/chaos) as a model: the
+// upstream is down for down, ten times, and healthy for healthy between
+// outages. An attempt fails while the upstream is down (the broken watch
+// first, at the outage's start) and waits what failed returns; healthy is
+// told of each success. It returns each outage's recovery: from its start
+// to the first attempt that found the upstream back. Run it in a synctest
+// bubble.
+func outages(down, healthy time.Duration, failed, ok func()) []time.Duration {
+	var out []time.Duration
+	for range 10 {
+		start := time.Now()
+		for time.Since(start) < down {
+			failed()
+		}
+		out = append(out, time.Since(start))
+		ok()
+		time.Sleep(healthy)
+	}
+	return out
+}
+
+// TestClientGoBackoffGrows is the root cause of issue 36's growth, with
+// client-go's Reflector's own backoff: its defaults
+// (k8s.io/client-go@v0.37.2 tools/cache/reflector.go:62-67, 0.8 s doubling
+// to 30 s, jitter 1, reset after 2 minutes) given to
+// wait.Backoff.DelayWithReset (reflector.go:336), whose backoffManager.Step
+// (k8s.io/apimachinery@v0.37.2 pkg/util/wait/backoff.go:292-304) starts
+// again from 0.8 s only when 2 minutes have passed since its previous
+// reset. Health does not reset it: outages 6 s apart each start where the
+// last one left off. The model drives it and Backoff through ten 2 s
+// outages: client-go's waits are given at the bottom of their [d, 2d)
+// draw (jitter 0), Backoff's at the top of its [0, w) draw, so the figures
+// are the least client-go could take and the most Backoff could.
+func TestClientGoBackoffGrows(t *testing.T) {
+	const down = 2 * time.Second
+	healthy := Default.ResetAfter + time.Second
+	synctest.Test(t, func(t *testing.T) {
+		clientGo := wait.Backoff{Duration: 800 * time.Millisecond, Cap: 30 * time.Second, Steps: 38, Factor: 2}.
+			DelayWithReset(clock.RealClock{}, 2*time.Minute)
+		got := outages(down, healthy, func() { time.Sleep(clientGo()) }, func() {})
+		want := []time.Duration{2400, 3200, 6400, 12800, 25600, 30000, 30000, 2400, 3200, 6400}
+		for i := range want {
+			want[i] *= time.Millisecond
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("client-go's least recoveries over ten outages (-want +got):\n%s", d)
+		}
+		t.Logf("client-go's Reflector backoff: recoveries of at least %v", got)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		p := Default
+		p.Rand = largest
+		b := New(p)
+		failed := func() {
+			b.Failed()
+			if err := b.Wait(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := outages(down, healthy, failed, b.Healthy)
+		for i, r := range got {
+			if r > 3*time.Second {
+				t.Errorf("outage %d: recovered after %v, want at most 3s (the waits [0, 1 s), [0, 2 s))", i+1, r)
+			}
+		}
+		t.Logf("Backoff: recoveries of at most %v", got)
+	})
 }

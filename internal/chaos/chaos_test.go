@@ -53,6 +53,15 @@ type suite struct {
 	rng      *rand.Rand
 	log      []string
 	onKilled int // clients on the replica the last replica fault killed
+
+	// leafClients are clients of the leaves, in the order of parts.
+	leafClients []pb.CacheServiceClient
+	// bin, dir and kubeconfig start another leaf (recovery_test.go).
+	bin, dir, kubeconfig string
+	// rootKills is how many times in a row the recovery fault kills both
+	// replicas; recovery is what it found.
+	rootKills int
+	recovery  error
 }
 
 // busiest returns the replica with the most clients, and how many.
@@ -218,6 +227,7 @@ var faults = []fault{
 		}
 		return nil
 	}},
+	{"both informerd replicas killed with SIGKILL again and again (CHAOS_ROOT_KILLS times; 6 in make test, 10 otherwise), restarted from their --state-dir each time, healthy in between: the leaves' recovery does not grow", killRootsRepeatedly, expectSteadyRecovery},
 	{"every client drops its stream and reconnects at once", func(s *suite) error {
 		for _, w := range s.watchers {
 			select {
@@ -310,7 +320,13 @@ func TestChaos(t *testing.T) {
 		s.proxies, s.replicas = append(s.proxies, p), append(s.replicas, d)
 		clientsOf = append(clientsOf, pb.NewCacheServiceClient(conn))
 	}
-	leaves := s.startLeaves(bin, dir, filepath.Join(dir, "kubeconfig-0"))
+	s.bin, s.dir, s.kubeconfig = bin, dir, filepath.Join(dir, "kubeconfig-0")
+	// make test runs each fault once: fewer kills in a row there.
+	s.rootKills = envInt("CHAOS_ROOT_KILLS", 10)
+	if duration == 0 {
+		s.rootKills = envInt("CHAOS_ROOT_KILLS", 6)
+	}
+	leaves := s.startLeaves(bin, dir, s.kubeconfig)
 	baseline := s.processStats()
 
 	// The writer: creates, updates and deletes among 40 names.

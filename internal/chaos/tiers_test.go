@@ -33,32 +33,41 @@ func leafConfig(ns, part string) string {
 // and fails over to another), and returns a client of each.
 func (s *suite) startLeaves(bin, dir, kubeconfig string) []pb.CacheServiceClient {
 	s.t.Helper()
+	var out []pb.CacheServiceClient
+	for _, part := range parts {
+		d, c := s.startLeaf(bin, dir, kubeconfig, "leaf-"+part, part)
+		s.leaves = append(s.leaves, d)
+		out = append(out, c)
+	}
+	s.leafClients = out
+	return out
+}
+
+// startLeaf starts a leaf informerd named name taking part, over every
+// replica, stopped when the test ends, and returns it and a client of it.
+func (s *suite) startLeaf(bin, dir, kubeconfig, name, part string) (*testenv.Daemon, pb.CacheServiceClient) {
+	s.t.Helper()
 	roots := make([]string, len(s.replicas))
 	for i, r := range s.replicas {
 		roots[i] = r.GRPCAddr
 	}
-	var out []pb.CacheServiceClient
-	for _, part := range parts {
-		config := filepath.Join(dir, "leaf-"+part+".yaml")
-		if err := os.WriteFile(config, []byte(leafConfig(s.ns, part)), 0o600); err != nil {
-			s.t.Fatal(err)
-		}
-		d, err := testenv.StartDaemon(bin, config, kubeconfig, "--upstream-informerd="+strings.Join(roots, ","),
-			"--watch-rate=100000", "--watch-burst=100000", "--max-watches-per-identity=100000",
-			"--list-rate=100000", "--list-burst=100000", "--keepalive-time=2s", "--keepalive-timeout=2s")
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		s.t.Cleanup(d.Stop)
-		conn, err := dial(d.GRPCAddr)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		s.t.Cleanup(func() { conn.Close() })
-		s.leaves = append(s.leaves, d)
-		out = append(out, pb.NewCacheServiceClient(conn))
+	config := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(config, []byte(leafConfig(s.ns, part)), 0o600); err != nil {
+		s.t.Fatal(err)
 	}
-	return out
+	d, err := testenv.StartDaemon(bin, config, kubeconfig, "--upstream-informerd="+strings.Join(roots, ","),
+		"--watch-rate=100000", "--watch-burst=100000", "--max-watches-per-identity=100000",
+		"--list-rate=100000", "--list-burst=100000", "--keepalive-time=2s", "--keepalive-timeout=2s")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(d.Stop)
+	conn, err := dial(d.GRPCAddr)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { conn.Close() })
+	return d, pb.NewCacheServiceClient(conn)
 }
 
 // killEachRoot kills every replica with SIGKILL in turn, restarting it

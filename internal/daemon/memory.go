@@ -96,7 +96,20 @@ type memoryReturner struct {
 	// resourceVersions (the list is applied, its garbage unreferenced).
 	pending    int64
 	pendingRVs []uint64
+	// storedAtReturn is the caches' stored bytes at the last return;
+	// lastStored at the last poll. Compressing cold objects
+	// (--cache-compression) frees their JSON after the list's return: once
+	// the stored bytes have fallen by compressedReturn and held for a
+	// poll, that memory is returned too.
+	storedAtReturn, lastStored int64
 }
+
+// compressedReturn is how far the cached objects' stored bytes must fall,
+// in bytes and in share, before the memory they held is returned.
+const (
+	compressedReturnBytes = 16 << 20
+	compressedReturnShare = 0.25
+)
 
 // newMemoryReturner returns a returner of the memory caches' lists leave,
 // polling every interval.
@@ -123,7 +136,7 @@ func (m *memoryReturner) Run(ctx context.Context) error {
 // due says why memory should be returned now ("initial sync", "relist"),
 // or "" when it should not.
 func (m *memoryReturner) due(reports []pipeline.Report) string {
-	var relists int64
+	var relists, stored int64
 	cacheRVs := make([]uint64, len(reports))
 	upstreamRVs := make([]uint64, len(reports))
 	for i, r := range reports {
@@ -131,13 +144,21 @@ func (m *memoryReturner) due(reports []pipeline.Report) string {
 			return ""
 		}
 		cacheRVs[i] = parseRV(r.Cache.ResourceVersion)
+		stored += r.Cache.StoredBytes
 		if r.Upstream != nil {
 			relists += r.Upstream.Relists.Load()
 			rv, _ := r.Upstream.LastResourceVersion.Load().(string)
 			upstreamRVs[i] = parseRV(rv)
 		}
 	}
+	settled := stored == m.lastStored
+	m.lastStored = stored
 	if m.returned && relists == m.relists {
+		fell := m.storedAtReturn - stored
+		if settled && fell >= compressedReturnBytes && float64(fell) >= compressedReturnShare*float64(m.storedAtReturn) {
+			m.storedAtReturn = stored
+			return "compression"
+		}
 		return ""
 	}
 	if relists != m.pending {
@@ -153,7 +174,7 @@ func (m *memoryReturner) due(reports []pipeline.Report) string {
 	if !m.returned {
 		reason = "initial sync"
 	}
-	m.returned, m.relists, m.pending = true, relists, -1
+	m.returned, m.relists, m.pending, m.storedAtReturn = true, relists, -1, stored
 	return reason
 }
 

@@ -66,6 +66,42 @@ func TestMemoryReturnerDue(t *testing.T) {
 	}
 }
 
+// TestMemoryReturnerCompression: once the cached objects' stored bytes
+// have fallen by a quarter and 16 MiB since the last return (cold objects
+// compressed) and held for a poll, the memory they held is returned, once.
+func TestMemoryReturnerCompression(t *testing.T) {
+	const mib = 1 << 20
+	at := func(stored int64) []pipeline.Report {
+		r := reports(resource{true, "10", "10", 1})
+		r[0].Cache.StoredBytes = stored
+		return r
+	}
+	steps := []struct {
+		name    string
+		reports []pipeline.Report
+		want    string
+	}{
+		{"synced, first seen", at(100 * mib), ""},
+		{"synced, held", at(100 * mib), "initial sync"},
+		{"cooling: fallen, still falling", at(60 * mib), ""},
+		{"fallen and held", at(60 * mib), "compression"},
+		{"held again: nothing new", at(60 * mib), ""},
+		{"a small fall", at(50 * mib), ""},
+		{"a small fall, held: under a quarter", at(50 * mib), ""},
+		{"grown back", at(90 * mib), ""},
+		{"a fall of a quarter but under 16 MiB", at(45 * mib), ""},
+		{"held, still under 16 MiB", at(45 * mib), ""},
+		{"a fall of 20 MiB, a third", at(40 * mib), ""},
+		{"held", at(40 * mib), "compression"},
+	}
+	m := newMemoryReturner(nil, time.Second, slog.New(slog.DiscardHandler))
+	for _, s := range steps {
+		if got := m.due(s.reports); got != s.want {
+			t.Errorf("%s: due = %q, want %q", s.name, got, s.want)
+		}
+	}
+}
+
 // TestMemoryReturnerRestored: a cache restored from --state-dir that
 // resumed its watch has made no list; it is returned after once.
 func TestMemoryReturnerRestored(t *testing.T) {

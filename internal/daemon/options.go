@@ -82,6 +82,12 @@ type Options struct {
 	// ConsistencyCheck configures the integrity checks of the caches
 	// against the API server (--consistency-check-*).
 	ConsistencyCheck pipeline.CheckOptions
+	// CacheCompression is --cache-compression: pipeline.CompressionOff or
+	// CompressionCold.
+	CacheCompression string
+	// CacheCompressionMinObjects is --cache-compression-min-objects: a
+	// cache with fewer objects is not compressed.
+	CacheCompressionMinObjects int
 	// Audit are the --audit-* flags: audit events for the Kubernetes API
 	// reads informerd answers itself.
 	Audit audit.Options
@@ -186,6 +192,8 @@ func NewOptions() Options {
 		ConsistencyCheck: pipeline.CheckOptions{
 			Interval: pipeline.DefaultCheckInterval, PageSize: pipeline.DefaultCheckPageSize, PagePause: pipeline.DefaultCheckPagePause,
 		},
+		CacheCompression:            pipeline.CompressionCold,
+		CacheCompressionMinObjects:  pipeline.DefaultCompressionMinObjects,
 		MemoryLimitRatio:            DefaultMemoryLimitRatio,
 		GCPercent:                   DefaultGCPercent,
 		ReturnMemory:                DefaultReturnMemory,
@@ -244,8 +252,10 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.ConsistencyCheck.PagePause, "consistency-check-page-interval", o.ConsistencyCheck.PagePause, "pause between two pages of an integrity check's list, to spread its cost on the API server")
 	fs.BoolVar(&o.Profiling, "enable-profiling", o.Profiling, "serve Go's pprof profiles at /debug/pprof/ on --metrics-address")
 	fs.Float64Var(&o.MemoryLimitRatio, "memory-limit-ratio", o.MemoryLimitRatio, "set the Go runtime's soft memory limit to this share of the container's cgroup memory limit (cgroup v2 memory.max, v1 memory.limit_in_bytes), so the collector works harder before the OOM killer acts; 0: off. A GOMEMLIMIT in the environment wins")
+	fs.StringVar(&o.CacheCompression, "cache-compression", o.CacheCompression, "how the caches hold their objects: cold (an object no event of the history window holds any more is compressed with a zstd dictionary trained on the resource's own objects; recently changed ones stay as they are, so watches never decompress; a List of cold objects decompresses each) or off (every object's JSON as it is). Memory per object and resource on /readyz and in informerd_cache_object_bytes (docs/benchmarks/compression.md)")
+	fs.IntVar(&o.CacheCompressionMinObjects, "cache-compression-min-objects", o.CacheCompressionMinObjects, "with --cache-compression=cold, compress a resource's cache only once it holds this many objects: below, its dictionary and encoder would cost more than they save")
 	fs.IntVar(&o.GCPercent, "gc-percent", o.GCPercent, "the Go runtime's GOGC: how far, in percent of the live heap, the heap grows between collections; lower keeps RSS nearer the cache's size for more collector CPU. A GOGC in the environment wins")
-	fs.BoolVar(&o.ReturnMemory, "return-memory", o.ReturnMemory, "after every resource's first sync and after each relist, collect garbage and return the free memory to the OS once (debug.FreeOSMemory), so RSS drops from the list's peak to the cache's size")
+	fs.BoolVar(&o.ReturnMemory, "return-memory", o.ReturnMemory, "after every resource's first sync, after each relist, and once compressing cold objects (--cache-compression) has freed a quarter of the cached bytes, collect garbage and return the free memory to the OS once (debug.FreeOSMemory), so RSS drops from the list's peak to the cache's size")
 	o.addTransportFlags(fs)
 	o.addAuthFlags(fs)
 	o.Audit.AddFlags(fs)
@@ -386,6 +396,12 @@ func (o Options) validate(cfg *config.Config) (warning string, err error) {
 	}
 	if o.MaxProjections <= 0 {
 		return "", fmt.Errorf("--max-projections must be positive, got %d: it bounds the distinct field masks in use on one resource's watches", o.MaxProjections)
+	}
+	if o.CacheCompression != pipeline.CompressionOff && o.CacheCompression != pipeline.CompressionCold {
+		return "", fmt.Errorf("--cache-compression must be %s or %s, got %q", pipeline.CompressionOff, pipeline.CompressionCold, o.CacheCompression)
+	}
+	if o.CacheCompressionMinObjects <= 0 {
+		return "", fmt.Errorf("--cache-compression-min-objects must be positive, got %d", o.CacheCompressionMinObjects)
 	}
 	if o.GCPercent <= 0 {
 		return "", fmt.Errorf("--gc-percent must be positive, got %d (to turn the collector off, set GOGC=off in the environment)", o.GCPercent)

@@ -35,7 +35,7 @@ func (d *Daemon) wire(o Options, cfg *config.Config, restConfig *rest.Config, cr
 	m := metrics.New(d.reg)
 	d.clientGo = metrics.NewClientGo(d.reg)
 	var err error
-	popts := []pipeline.Option{pipeline.WithIngestObserver(m), pipeline.WithClientOptions(reflector.ClientOptions{WatchHTTP2: o.APIServerWatchHTTP2}), pipeline.WithMaxProjections(o.MaxProjections), pipeline.WithConsistencyChecks(o.ConsistencyCheck)}
+	popts := []pipeline.Option{pipeline.WithIngestObserver(m), pipeline.WithClientOptions(reflector.ClientOptions{WatchHTTP2: o.APIServerWatchHTTP2}), pipeline.WithMaxProjections(o.MaxProjections), pipeline.WithConsistencyChecks(o.ConsistencyCheck), pipeline.WithCompression(pipeline.CompressionOptions{Mode: o.CacheCompression, MinObjects: o.CacheCompressionMinObjects})}
 	if d.state != nil {
 		popts = append(popts, pipeline.WithState(d.state))
 	}

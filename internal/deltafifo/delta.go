@@ -55,6 +55,11 @@ type Delta struct {
 	ResourceVersion string
 	// Relist is set on deltas a Replace produced.
 	Relist bool
+	// Repair is set on a Modified delta a Replace produced for an object
+	// the cache holds at the same resourceVersion but whose stored bytes
+	// are damaged (Damaged): the cache replaces them with Object's, which
+	// is no change, and tells no one.
+	Repair bool
 	// Received is when the producer queued the change: the start of the
 	// cache's ingest lag.
 	Received time.Time
@@ -68,4 +73,11 @@ type Known interface {
 	Keys() []string
 	// Get returns the cached object for key.
 	Get(key string) (*object.Object, bool)
+}
+
+// Damaged is a Known that also knows which of its objects have damaged
+// stored bytes (object.ErrDamaged): a relist replaces those even at an
+// unchanged resourceVersion.
+type Damaged interface {
+	Damaged(o *object.Object) bool
 }

@@ -15,6 +15,7 @@ import (
 // moves the cache to rv, marked Synced after the first relist.
 func (f *FIFO) diff(list []*object.Object, rv string, received time.Time, first bool) []Delta {
 	var out []Delta
+	damaged, _ := f.known.(Damaged)
 	inList := make(map[string]struct{}, len(list))
 	for _, o := range list {
 		inList[o.Key] = struct{}{}
@@ -31,6 +32,8 @@ func (f *FIFO) diff(list []*object.Object, rv string, received time.Time, first 
 				Delta{Type: watch.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
 		case old.ResourceVersion != o.ResourceVersion:
 			out = append(out, Delta{Type: watch.Modified, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
+		case damaged != nil && damaged.Damaged(old):
+			out = append(out, Delta{Type: watch.Modified, Object: o, ResourceVersion: o.ResourceVersion, Relist: true, Repair: true})
 		}
 	}
 	// Stable, so a recreated object's Deleted stays before its Added.

@@ -110,9 +110,18 @@ func (m *model) pod(name string, rv int) *object.Object {
 	o := pod(name, rv, m.node())
 	app, phase := []string{"x", "y"}[m.rnd.IntN(2)], []string{"Pending", "Running"}[m.rnd.IntN(2)]
 	o.Labels = object.Labels{"app", app}
-	o.JSON = fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":%q,"uid":%q,"resourceVersion":%q,"labels":{"app":%q}},"status":{"phase":%q,"heartbeat":%d}}`,
-		o.Name, o.Namespace, o.UID, o.ResourceVersion, app, phase, rv)
+	o = o.WithJSON(fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":%q,"uid":%q,"resourceVersion":%q,"labels":{"app":%q}},"status":{"phase":%q,"heartbeat":%d}}`,
+		o.Name, o.Namespace, o.UID, o.ResourceVersion, app, phase, rv))
 	return o
+}
+
+// jsonOf is o's JSON; the objects of these tests are hot.
+func jsonOf(o *object.Object) []byte {
+	b, err := o.Bytes()
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // modelMasks are the field masks watchers use; two spell one mask.
@@ -130,8 +139,8 @@ func modelProject(t testing.TB, paths []string, o *object.Object) string {
 		}
 		Status map[string]any
 	}
-	if err := json.Unmarshal(o.JSON, &full); err != nil {
-		t.Fatalf("model pod %s: %v", o.JSON, err)
+	if err := json.Unmarshal(jsonOf(o), &full); err != nil {
+		t.Fatalf("model pod %s: %v", jsonOf(o), err)
 	}
 	meta := map[string]any{"name": full.Metadata.Name, "namespace": full.Metadata.Namespace, "uid": full.Metadata.UID, "resourceVersion": full.Metadata.ResourceVersion}
 	out := map[string]any{"apiVersion": full.APIVersion, "kind": full.Kind, "metadata": meta}
@@ -144,7 +153,7 @@ func modelProject(t testing.TB, paths []string, o *object.Object) string {
 		}
 	}
 	if paths == nil {
-		return canonical(t, o.JSON)
+		return canonical(t, jsonOf(o))
 	}
 	b, _ := json.Marshal(out)
 	return string(b)
@@ -492,7 +501,7 @@ func (m *model) renderAs(paths []string, items []Item) []string {
 			if paths != nil {
 				out[i] += " " + modelProject(m.t, paths, it.Object)
 			} else {
-				out[i] += " " + canonical(m.t, it.Object.JSON)
+				out[i] += " " + canonical(m.t, jsonOf(it.Object))
 			}
 		}
 	}

@@ -123,13 +123,17 @@ func projectAlone(m *projection.Mask, ev indexer.Event, it Item, st *projectionS
 // whole rather than lost.
 func projectObject(m *projection.Mask, o *object.Object, st *projectionStats) (*object.Object, projection.Projected) {
 	st.encodes.Add(1)
-	p, err := m.ProjectObject(o.JSON)
+	json, err := o.Bytes()
 	if err != nil {
-		return o, projection.Projected{JSON: o.JSON}
+		// Never a live event's object, which is hot; a damaged cold one
+		// is sent as it is, and its reader gets the error.
+		return o, projection.Projected{}
 	}
-	po := *o
-	po.JSON = p.JSON
-	return &po, p
+	p, err := m.ProjectObject(json)
+	if err != nil {
+		return o, projection.Projected{JSON: json}
+	}
+	return o.WithJSON(p.JSON), p
 }
 
 // unchanged reports whether the mask shows no change from prev to the
@@ -139,6 +143,10 @@ func unchanged(m *projection.Mask, prev *object.Object, cur projection.Projected
 		return false
 	}
 	st.compared.Add(1)
-	p, err := m.ProjectObject(prev.JSON)
+	json, err := prev.Bytes()
+	if err != nil || cur.JSON == nil {
+		return false // a damaged earlier state: say the change
+	}
+	p, err := m.ProjectObject(json)
 	return err == nil && p.SameBut(cur)
 }

@@ -18,8 +18,8 @@ import (
 func jsonPod(name string, rv int, node, app, phase string) *object.Object {
 	o := pod(name, rv, node)
 	o.Labels = object.Labels{"app", app}
-	o.JSON = fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"ns","uid":%q,"resourceVersion":"%d","labels":{"app":%q}},`+
-		`"spec":{"nodeName":%q},"status":{"phase":%q,"conditions":[{"type":"Ready","lastProbeTime":"%d"}]}}`, name, o.UID, rv, app, node, phase, rv)
+	o = o.WithJSON(fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"ns","uid":%q,"resourceVersion":"%d","labels":{"app":%q}},`+
+		`"spec":{"nodeName":%q},"status":{"phase":%q,"conditions":[{"type":"Ready","lastProbeTime":"%d"}]}}`, name, o.UID, rv, app, node, phase, rv))
 	return o
 }
 
@@ -84,8 +84,8 @@ func TestEncodedOncePerMask(t *testing.T) {
 		if i%12 == 6 {
 			paths = []string{"spec.nodeName", "metadata.labels"}
 		}
-		want, _ := mask(t, paths...).Project(jsonPod("a", 101, "n1", "api", "Pending").JSON)
-		if got := items[0].Object.JSON; string(got) != string(want) {
+		want, _ := mask(t, paths...).Project(jsonOf(jsonPod("a", 101, "n1", "api", "Pending")))
+		if got := jsonOf(items[0].Object); string(got) != string(want) {
 			t.Errorf("watcher %d (%q) got %s, want %s", i, paths, got, want)
 		}
 	}

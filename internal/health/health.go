@@ -76,6 +76,28 @@ type Resource struct {
 	// Consistency is the integrity checks against the API server; absent
 	// before the first one.
 	Consistency *Consistency `json:"consistency,omitempty"`
+	// Memory is what the cached objects take (--cache-compression).
+	Memory Memory `json:"memory"`
+}
+
+// Memory is what a resource's cached objects take in a Report
+// (informerd_cache_object_bytes, informerd_cache_stored_objects).
+type Memory struct {
+	// Compression is the --cache-compression mode: off or cold.
+	Compression string `json:"compression"`
+	// JSONBytes adds up the objects' JSON as served; StoredBytes what it
+	// takes in memory, compressed for the cold objects.
+	JSONBytes   int64 `json:"jsonBytes"`
+	StoredBytes int64 `json:"storedBytes"`
+	// StoredPerObject is StoredBytes per object; 0 without objects.
+	StoredPerObject int64 `json:"storedBytesPerObject"`
+	// Hot and Cold count the objects held as JSON and compressed.
+	Hot  int `json:"hot"`
+	Cold int `json:"cold"`
+	// DictionaryBytes is the current compression dictionary's size;
+	// Damaged counts the reads that found a cold object damaged.
+	DictionaryBytes int   `json:"dictionaryBytes,omitempty"`
+	Damaged         int64 `json:"damaged,omitempty"`
 }
 
 // Consistency is a resource's integrity checks in a Report
@@ -193,6 +215,14 @@ func report(caches Caches, now time.Time) Report {
 		if s := p.State; s != nil {
 			r.State = &State{WrittenResourceVersion: s.Written, LagEvents: s.LagEvents, Problem: s.LastError, SetAside: s.SetAside}
 		}
+		r.Memory = Memory{
+			Compression: p.Compression.Mode, JSONBytes: st.Cache.RawBytes, StoredBytes: st.Cache.StoredBytes,
+			Hot: st.Cache.Objects - st.Cache.Cold, Cold: st.Cache.Cold,
+			DictionaryBytes: p.Compression.Codec.DictBytes, Damaged: p.Compression.Codec.Damaged,
+		}
+		if st.Cache.Objects > 0 {
+			r.Memory.StoredPerObject = st.Cache.StoredBytes / int64(st.Cache.Objects)
+		}
 		if c := p.Consistency; c.Last.Result != "" {
 			r.Consistency = &Consistency{Checks: c.Counts, Inconsistent: c.Inconsistent, Last: check(c.Last)}
 			if c.LastMismatch.Result != "" {
@@ -235,6 +265,12 @@ func writeText(w io.Writer, rep Report) {
 				fmt.Fprintf(w, " inconsistent=%q", fmt.Sprintf("%d objects differed from the API server at resourceVersion %s (first: %s); listed again",
 					m.Differences, m.ResourceVersion, strings.Join(m.First, "; ")))
 			}
+		}
+		if m := r.Memory; m.Cold > 0 {
+			fmt.Fprintf(w, " stored=%d/%d-bytes cold=%d/%d", m.StoredBytes, m.JSONBytes, m.Cold, m.Hot+m.Cold)
+		}
+		if m := r.Memory; m.Damaged > 0 {
+			fmt.Fprintf(w, " damaged-reads=%d", m.Damaged)
 		}
 		if r.State != nil && r.State.Problem != "" {
 			fmt.Fprintf(w, " state-problem=%q", r.State.Problem)

@@ -72,10 +72,11 @@ func unstarted(t testing.TB) *pipeline.Set {
 // Accept header; both say the same.
 func TestReadyzFormat(t *testing.T) {
 	readyz := health.Readyz(unstarted(t))
+	const memory = `"memory":{"compression":"off","jsonBytes":0,"storedBytes":0,"storedBytesPerObject":0,"hot":0,"cold":0}`
 	const text = "not ready: waiting for the first list of every resource\nconfigmaps: Resolving rv= objects=0\ndeployments: Resolving rv= objects=0\n"
 	report := `{"ready":false,"resources":[` +
-		`{"name":"configmaps","resource":"configmaps","phase":"Resolving","synced":false,"resourceVersion":"","objects":0},` +
-		`{"name":"deployments","resource":"deployments","phase":"Resolving","synced":false,"resourceVersion":"","objects":0}]}` + "\n"
+		`{"name":"configmaps","resource":"configmaps","phase":"Resolving","synced":false,"resourceVersion":"","objects":0,` + memory + `},` +
+		`{"name":"deployments","resource":"deployments","phase":"Resolving","synced":false,"resourceVersion":"","objects":0,` + memory + `}]}` + "\n"
 	type answer struct {
 		Code        int
 		ContentType string
@@ -212,7 +213,13 @@ func TestUpstreamOutage(t *testing.T) {
 	if synced.StalenessSeconds == nil || synced.Upstream == nil || synced.Upstream.Relists < 1 || synced.Upstream.WatchStarts < 1 || synced.ResourceVersion == "" {
 		t.Errorf("synced configmaps: %+v, want a staleness, a relist, a watch and a resourceVersion", synced)
 	}
-	want := health.Resource{Name: "configmaps", Resource: "configmaps", Phase: "Synced", Synced: true, Objects: 1}
+	// One configmap, held as it is (the Set compresses nothing).
+	json := synced.Memory.JSONBytes
+	if json <= 0 {
+		t.Errorf("synced configmaps: memory %+v, want the configmap's JSON bytes", synced.Memory)
+	}
+	want := health.Resource{Name: "configmaps", Resource: "configmaps", Phase: "Synced", Synced: true, Objects: 1,
+		Memory: health.Memory{Compression: "off", JSONBytes: json, StoredBytes: json, StoredPerObject: json, Hot: 1}}
 	ignore := cmpopts.IgnoreFields(health.Resource{}, "ResourceVersion", "StalenessSeconds", "Upstream")
 	if diff := cmp.Diff(want, synced, ignore); diff != "" {
 		t.Errorf("synced configmaps (-want +got):\n%s", diff)

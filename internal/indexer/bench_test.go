@@ -150,7 +150,7 @@ func BenchmarkHeapPerPod(b *testing.B) {
 					b.Fatal(err)
 				}
 				objs[i] = o
-				cachedJSON += len(o.JSON)
+				cachedJSON += o.Len()
 			}
 			ix := filled(b, objs, 10)
 			objs = nil

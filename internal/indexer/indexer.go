@@ -84,8 +84,14 @@ type Indexer struct {
 	// version counts every change to the objects, the first list's
 	// included: a clone taken at one version is the live tree until the
 	// next.
-	version   uint64
-	bytes     int64
+	version uint64
+	bytes   int64
+	// raw and stored add up the objects' JSON lengths and the bytes they
+	// take (compressed when cold); cold counts the cold objects.
+	raw, stored int64
+	cold        int
+	// coolAfter is where the next cooling step starts (cool.go).
+	coolAfter string
 	synced    bool
 	syncedCh  chan struct{} // closed when synced becomes true
 	history   *history
@@ -98,6 +104,8 @@ type Indexer struct {
 	// in order, and pending (guarded by it) is reused.
 	dispatching sync.Mutex
 	pending     []Event
+
+	damage damage
 }
 
 var _ deltafifo.Known = (*Indexer)(nil)
@@ -132,6 +140,7 @@ func (ix *Indexer) IndexNames() []string { return slices.Clone(ix.names) }
 func (ix *Indexer) Apply(deltas []deltafifo.Delta) {
 	ix.dispatching.Lock()
 	defer ix.dispatching.Unlock()
+	deltas = hot(deltas)
 	ix.mu.Lock()
 	evs, listeners := ix.applyLocked(deltas)
 	ix.mu.Unlock()
@@ -172,6 +181,9 @@ func (ix *Indexer) applyLocked(deltas []deltafifo.Delta) ([]Event, []Listener) {
 	for _, d := range deltas {
 		rv, _ := object.ParseRV(d.ResourceVersion)
 		ev := Event{ResourceVersion: d.ResourceVersion, RV: rv, Received: d.Received, Applied: now, Relist: d.Relist}
+		if d.Repair && ix.repairLocked(d.Object) {
+			continue
+		}
 		switch d.Type {
 		case watch.Added, watch.Modified:
 			prev, ok := ix.getLocked(d.Object.Key)
@@ -245,7 +257,7 @@ func (ix *Indexer) put(prev, o *object.Object) {
 	}
 	ix.objects.ReplaceOrInsert(entry{key: o.Key, o: o})
 	ix.version++
-	ix.bytes += int64(o.Size())
+	ix.count(o, 1)
 	for i, vs := range o.Values {
 		for _, v := range vs {
 			set := ix.indices[i][v]
@@ -267,7 +279,8 @@ func (ix *Indexer) remove(o *object.Object) {
 // unindex forgets o's size and index values; its entry goes or is
 // replaced by the caller.
 func (ix *Indexer) unindex(o *object.Object) {
-	ix.bytes -= int64(o.Size())
+	ix.count(o, -1)
+	ix.damage.forget(o)
 	for i, vs := range o.Values {
 		for _, v := range vs {
 			set := ix.indices[i][v]
@@ -276,6 +289,16 @@ func (ix *Indexer) unindex(o *object.Object) {
 				delete(ix.indices[i], v)
 			}
 		}
+	}
+}
+
+// count adds o's figures to the cache's (sign 1) or takes them away (-1).
+func (ix *Indexer) count(o *object.Object, sign int) {
+	ix.bytes += int64(sign * o.Size())
+	ix.raw += int64(sign * o.Len())
+	ix.stored += int64(sign * o.StoredLen())
+	if o.Cold() {
+		ix.cold += sign
 	}
 }
 
@@ -393,6 +416,11 @@ type Stats struct {
 	// the oldest resourceVersion a watch can resume from.
 	HistoryEvents int
 	HistoryFloor  uint64
+	// RawBytes adds up the objects' JSON, StoredBytes what it takes in
+	// memory (compressed for the Cold objects); Bytes adds their other
+	// fields to StoredBytes.
+	RawBytes, StoredBytes int64
+	Cold                  int
 }
 
 // Stats returns the cache's current figures.
@@ -402,6 +430,7 @@ func (ix *Indexer) Stats() Stats {
 	return Stats{
 		Objects: ix.objects.Len(), Bytes: ix.bytes, ResourceVersion: ix.rvString, Synced: ix.synced,
 		HistoryEvents: ix.history.n, HistoryFloor: ix.history.floor,
+		RawBytes: ix.raw, StoredBytes: ix.stored, Cold: ix.cold,
 	}
 }
 

@@ -106,7 +106,10 @@ func (h *Handler) eventFrame(out *output, kind schema.GroupVersionKind, typ watc
 		return b
 	}
 	b, _ := h.forms.keep(formKey{o: o, f: out.form(), event: code}, func() ([]byte, error) {
-		obj := h.objectJSON(out, o)
+		obj, err := h.objectJSON(out, o)
+		if err != nil {
+			return nil, err
+		}
 		return appendJSONFrame(make([]byte, 0, len(jsonHeadModified)+len(obj)+len(jsonTail)), typ, obj), nil
 	})
 	return b
@@ -207,7 +210,12 @@ func (e *eventWriter) write(items []fanout.Item) bool {
 		case e.out.media == mediaProtobuf:
 			e.protoEvent(string(it.Type), it.Object, nil)
 		default:
-			e.json(it.Type, e.h.objectJSON(e.out, it.Object))
+			obj, err := e.h.objectJSON(e.out, it.Object)
+			if err != nil {
+				e.failed = true // a damaged cold object: the watch ends
+				break
+			}
+			e.json(it.Type, obj)
 		}
 	}
 	return !e.failed
@@ -228,6 +236,10 @@ func (e *eventWriter) shared(it fanout.Item) bool {
 // metadata at its object's resourceVersion. Every event after the first
 // is a frame shared with the other watchers of the same columns.
 func (e *eventWriter) tableEvent(it fanout.Item) {
+	if err := readable(oneObject(it.Object)); err != nil {
+		e.failed = true // a damaged cold object: the watch ends
+		return
+	}
 	at := tableSecond(e.h.now())
 	if e.headed {
 		e.put(e.h.tableFrame(e.cols, e.out.table, it.Type, it.Object, at))
@@ -264,7 +276,7 @@ func (e *eventWriter) bookmark(rv string, end bool) bool {
 		if end && t.include == metav1.IncludeNone {
 			t.include = metav1.IncludeMetadata
 		}
-		obj = e.h.tableJSON(e.cols, t, oneObject(&object.Object{ResourceVersion: rv, JSON: obj}), metav1.ListMeta{ResourceVersion: rv}, !e.headed, tableSecond(e.h.now()))
+		obj = e.h.tableJSON(e.cols, t, oneObject((&object.Object{ResourceVersion: rv}).WithJSON(obj)), metav1.ListMeta{ResourceVersion: rv}, !e.headed, tableSecond(e.h.now()))
 	}
 	e.headed = true
 	e.json(watch.Bookmark, obj)

@@ -461,13 +461,13 @@ func referenceFrames(b []byte, h *Handler, kind schema.GroupVersionKind, out *ou
 				if initialEnd && t.include == metav1.IncludeNone {
 					t.include = metav1.IncludeMetadata
 				}
-				obj = h.tableJSON(cols, t, oneObject(&object.Object{ResourceVersion: it.ResourceVersion, JSON: obj}), metav1.ListMeta{ResourceVersion: it.ResourceVersion}, !headed, now)
+				obj = h.tableJSON(cols, t, oneObject((&object.Object{ResourceVersion: it.ResourceVersion}).WithJSON(obj)), metav1.ListMeta{ResourceVersion: it.ResourceVersion}, !headed, now)
 			}
 			headed = true
 			frame(string(watch.Bookmark), obj)
 			continue
 		}
-		data := it.Object.JSON
+		data, _ := it.Object.Bytes()
 		if out.dropManagedFields && out.as != asTable {
 			data = withoutManagedFields(data)
 		}

@@ -31,20 +31,26 @@ func kindOf(res pipeline.Served) schema.GroupVersionKind {
 // out asks for (the object, or its PartialObjectMetadata), encoded once per
 // object version while it is recent (forms), for every protobuf reader.
 func (h *Handler) protoMessage(out *output, kind schema.GroupVersionKind, o *object.Object) ([]byte, error) {
-	f, encode := formProtobuf, func(o *object.Object) ([]byte, error) { return kubeproto.Message(kind, o.JSON) }
+	f, encode := formProtobuf, func(data []byte) ([]byte, error) { return kubeproto.Message(kind, data) }
 	if out.as == asMetadata || out.as == asMetadataList {
-		f, encode = formProtobufMetadata, func(o *object.Object) ([]byte, error) { return kubeproto.PartialMessage(o.JSON) }
+		f, encode = formProtobufMetadata, kubeproto.PartialMessage
 		if out.dropManagedFields {
-			f, encode = formProtobufMetadataNoManagedFields, func(o *object.Object) ([]byte, error) {
-				return kubeproto.PartialMessage(withoutManagedFields(o.JSON))
+			f, encode = formProtobufMetadataNoManagedFields, func(data []byte) ([]byte, error) {
+				return kubeproto.PartialMessage(withoutManagedFields(data))
 			}
 		}
 	} else if out.dropManagedFields {
-		f, encode = formProtobufNoManagedFields, func(o *object.Object) ([]byte, error) {
-			return kubeproto.Message(kind, withoutManagedFields(o.JSON))
+		f, encode = formProtobufNoManagedFields, func(data []byte) ([]byte, error) {
+			return kubeproto.Message(kind, withoutManagedFields(data))
 		}
 	}
-	return h.forms.get(o, f, encode)
+	return h.forms.get(o, f, func(o *object.Object) ([]byte, error) {
+		data, err := o.Bytes()
+		if err != nil {
+			return nil, err
+		}
+		return encode(data)
+	})
 }
 
 // protoObject returns o in the envelope of one object (a get's answer, a

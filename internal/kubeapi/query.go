@@ -124,7 +124,13 @@ func newSelector(opts *metainternalversion.ListOptions, namespace string, fields
 			case -2:
 				has = o.Namespace == c.value
 			case -3:
-				has = fs.value(c.field, o.JSON) == c.value
+				data, err := o.Bytes()
+				if err != nil {
+					// Selected, so that serving it fails with the
+					// damage rather than a list that lacks it.
+					return true
+				}
+				has = fs.value(c.field, data) == c.value
 			default:
 				has = c.index < len(o.Values) && slices.Contains(o.Values[c.index], c.value)
 				if c.value == "" && (c.index >= len(o.Values) || len(o.Values[c.index]) == 0) {

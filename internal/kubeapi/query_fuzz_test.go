@@ -36,11 +36,11 @@ func FuzzQuery(f *testing.F) {
 	names := []string{"namespace", "node"}
 	indexFields := map[string]string{"spec.nodeName": "node"}
 	objs := []*object.Object{
-		{Key: "a/cm1", Namespace: "a", Name: "cm1", Labels: object.Labels{"app", "web"}, Values: [][]string{{"a"}, {"n1"}},
-			JSON: []byte(`{"metadata":{"name":"cm1","namespace":"a"},"spec":{"nodeName":"n1","hostNetwork":true},"status":{"phase":"Running","podIPs":[{"ip":"10.0.0.1"}]}}`)},
-		{Key: "b/cm2", Namespace: "b", Name: "cm2", Labels: object.Labels{"app", "db", "tier", "x"}, Values: [][]string{{"b"}, nil},
-			JSON: []byte(`{"metadata":{"name":"cm2","namespace":"b"},"status":{"phase":"Pending"}}`)},
-		{Key: "a/p", Namespace: "a", Name: "p", Values: [][]string{{"a"}, {""}}, JSON: []byte(`{"metadata":{"name":"p","namespace":"a"}}`)},
+		(&object.Object{Key: "a/cm1", Namespace: "a", Name: "cm1", Labels: object.Labels{"app", "web"}, Values: [][]string{{"a"}, {"n1"}}}).
+			WithJSON([]byte(`{"metadata":{"name":"cm1","namespace":"a"},"spec":{"nodeName":"n1","hostNetwork":true},"status":{"phase":"Running","podIPs":[{"ip":"10.0.0.1"}]}}`)),
+		(&object.Object{Key: "b/cm2", Namespace: "b", Name: "cm2", Labels: object.Labels{"app", "db", "tier", "x"}, Values: [][]string{{"b"}, nil}}).
+			WithJSON([]byte(`{"metadata":{"name":"cm2","namespace":"b"},"status":{"phase":"Pending"}}`)),
+		(&object.Object{Key: "a/p", Namespace: "a", Name: "p", Values: [][]string{{"a"}, {""}}}).WithJSON([]byte(`{"metadata":{"name":"p","namespace":"a"}}`)),
 	}
 	pods := func() *fieldSet {
 		return fieldsOf(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, true, nil, false)
@@ -75,7 +75,8 @@ func FuzzQuery(f *testing.F) {
 			set := fields.Set{fieldName: o.Name, fieldNamespace: o.Namespace, "spec.nodeName": node}
 			for f := range pods().values {
 				if _, ok := set[f]; !ok {
-					set[f] = pods().value(f, o.JSON)
+					data, _ := o.Bytes()
+					set[f] = pods().value(f, data)
 				}
 			}
 			fsel := opts.FieldSelector

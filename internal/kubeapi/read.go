@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"time"
@@ -61,8 +62,13 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, f *facts) {
 		h.writeProtoObject(w, f.out, res, o)
 		return
 	}
+	data, err := h.objectJSON(f.out, o)
+	if err != nil {
+		writeStatus(w, asStatus(err))
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(h.objectJSON(f.out, o))
+	_, _ = w.Write(data)
 	_, _ = w.Write([]byte{'\n'}) // as the API server's encoder ends it
 }
 
@@ -356,13 +362,34 @@ func (h *Handler) writeList(w http.ResponseWriter, out *output, res pipeline.Ser
 	}
 	meta, _ := json.Marshal(lm)
 	w.Header().Set("Content-Type", "application/json")
-	b := bufio.NewWriterSize(w, 64<<10)
+	cw := &countingWriter{w: w}
+	b := bufio.NewWriterSize(cw, 64<<10)
 	fmt.Fprintf(b, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, kind, apiVersion, meta)
+	var scratch []byte // a cold object's JSON, decompressed once
 	for i, o := range objs {
 		if i > 0 {
 			_ = b.WriteByte(',')
 		}
-		data := h.objectJSON(out, o)
+		var data []byte
+		var err error
+		if o.Cold() && out.form() == 0 {
+			data, err = o.AppendBytes(scratch[:0])
+			scratch = data
+		} else {
+			data, err = h.objectJSON(out, o)
+		}
+		if err != nil {
+			// A damaged object is never served. While nothing has
+			// reached the client the answer is an error; after, the
+			// response is cut short, which no client reads as a list.
+			if cw.n == 0 {
+				b.Reset(w)
+				writeStatus(w, asStatus(err))
+				return
+			}
+			_ = b.Flush()
+			panic(http.ErrAbortHandler)
+		}
 		if typed {
 			writeWithoutTypeMeta(b, data)
 			continue
@@ -373,19 +400,56 @@ func (h *Handler) writeList(w http.ResponseWriter, out *output, res pipeline.Ser
 	_ = b.Flush()
 }
 
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
 // objectJSON returns o as out asks for it: its cached JSON, or
 // PartialObjectMetadata cut from it, either without managedFields when
 // asked (KEP-5958). Each form of an object version is encoded once while
-// it is recent (forms).
-func (h *Handler) objectJSON(out *output, o *object.Object) []byte {
+// it is recent (forms). It fails only on a cold object whose stored bytes
+// are damaged (object.ErrDamaged).
+func (h *Handler) objectJSON(out *output, o *object.Object) ([]byte, error) {
+	data, err := o.Bytes()
+	if err != nil {
+		return nil, err
+	}
 	f := out.form()
 	if f == 0 {
-		return o.JSON
+		return data, nil
 	}
-	b, err := h.forms.get(o, f, func(o *object.Object) ([]byte, error) { return encodeForm(o.JSON, f) })
+	b, err := h.forms.get(o, f, func(*object.Object) ([]byte, error) { return encodeForm(data, f) })
 	if err != nil {
-		return o.JSON // the cache holds only objects with metadata
+		return data, nil // the cache holds only objects with metadata
 	}
+	return b, nil
+}
+
+// readable checks, before a response starts, that every cold object of
+// objs decompresses: a damaged one is never written (object.ErrDamaged),
+// and the response is an error instead of a list cut short.
+func readable(objs []*object.Object) error {
+	for _, o := range objs {
+		if o.Cold() {
+			if _, err := o.Bytes(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// cachedJSON is the JSON of o, an object that readable passed.
+func cachedJSON(o *object.Object) []byte {
+	b, _ := o.Bytes()
 	return b
 }
 
@@ -405,6 +469,9 @@ func asStatus(err error) *metav1.Status {
 	}
 	if errors.Is(err, indexer.ErrBadResourceVersion) {
 		return badRequest(err.Error())
+	}
+	if errors.Is(err, object.ErrDamaged) {
+		return statusOf(apierrors.NewServiceUnavailable(err.Error() + "; the cache is listing again to repair it, retry shortly"))
 	}
 	return statusOf(apierrors.NewInternalError(err))
 }

@@ -93,7 +93,8 @@ func BenchmarkEventForms(b *testing.B) {
 				if f.proto {
 					n, _ = h.writeProtoEvent(w, hdr, &f.out, podKind, string(watch.Modified), o, nil)
 				} else {
-					n = writeJSONEvent(w, h.objectJSON(&f.out, o))
+					obj, _ := h.objectJSON(&f.out, o)
+					n = writeJSONEvent(w, obj)
 				}
 				bytes += n
 			}

@@ -54,6 +54,10 @@ func oneObject(o *object.Object) []*object.Object { return []*object.Object{o} }
 // writeTable writes objs as a Table with the list's metadata lm (for a get,
 // the object's resourceVersion, as the API server's table convertor sets).
 func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, t tableOptions, res pipeline.Served, objs []*object.Object, lm metav1.ListMeta) {
+	if err := readable(objs); err != nil {
+		writeStatus(w, asStatus(err))
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(h.tableJSON(h.columns.get(r.Context(), res.Resolved().GVR), t, objs, lm, true, h.now()))
 }
@@ -92,11 +96,12 @@ func (h *Handler) tableJSON(cols *columns, t tableOptions, objs []*object.Object
 // tableRows prints objs' rows with cols, each row's Object the object's
 // cached JSON: a built-in printer's (which may order a list's rows, as
 // the API server's), else Name and the CRD's columns, or Name and Age.
+// Every cold object of objs has passed readable.
 func (h *Handler) tableRows(cols *columns, objs []*object.Object, now time.Time) []metav1.TableRow {
 	if cols.printer != nil {
 		items := make([][]byte, len(objs))
 		for i, o := range objs {
-			items[i] = o.JSON
+			items[i] = cachedJSON(o)
 		}
 		rows, err := cols.printer.List(items, now)
 		if err == nil {
@@ -112,18 +117,18 @@ func (h *Handler) tableRows(cols *columns, objs []*object.Object, now time.Time)
 		row := metav1.TableRow{Cells: []any{o.Name}}
 		if len(cols.defs) > 0 {
 			var obj map[string]any
-			_ = json.Unmarshal(o.JSON, &obj)
+			_ = json.Unmarshal(cachedJSON(o), &obj)
 			row.Cells = append(row.Cells, cols.cells(obj, now)...)
 		} else {
 			age := "<unknown>"
-			if ts, err := jsonparser.GetString(o.JSON, "metadata", "creationTimestamp"); err == nil {
+			if ts, err := jsonparser.GetString(cachedJSON(o), "metadata", "creationTimestamp"); err == nil {
 				if created, err := time.Parse(time.RFC3339, ts); err == nil {
 					age = duration.HumanDuration(now.Sub(created))
 				}
 			}
 			row.Cells = append(row.Cells, age)
 		}
-		row.Object.Raw = o.JSON
+		row.Object.Raw = cachedJSON(o)
 		rows = append(rows, row)
 	}
 	return rows

@@ -58,7 +58,16 @@ var (
 		"Integrity checks of the cache against the API server's list at the cache's resourceVersion, by result: match; mismatch (logged with the first differing keys, and the resource listed again); skipped (the resourceVersion was compacted, or the cache could not be compared: not synced, restored and not confirmed, a relist due); error (the list failed).",
 		[]string{"resource", "result"}, nil)
 	descInconsistent = desc("informerd_cache_inconsistent", "1 from an integrity check that found the cache different from the API server until one finds them equal, else 0.")
-	descIndexErrors  = prometheus.NewDesc("informerd_index_errors_total",
+	descObjectBytes  = prometheus.NewDesc("informerd_cache_object_bytes",
+		"Bytes of the cached objects' JSON, by form: json (as served) and stored (as held in memory: compressed for the cold objects, --cache-compression).",
+		[]string{"resource", "form"}, nil)
+	descStoredObjects = prometheus.NewDesc("informerd_cache_stored_objects",
+		"Cached objects by how they are held: hot (JSON as it is: changed recently, or compression off) and cold (compressed with the resource's dictionary).",
+		[]string{"resource", "state"}, nil)
+	descDictTrainings = desc("informerd_cache_compression_dictionaries_total", "Compression dictionaries trained on the resource's objects: the first once the cache is large enough, then one each time the objects drifted from the last one's sample.")
+	descDictBytes     = desc("informerd_cache_compression_dictionary_bytes", "Size of the resource's current compression dictionary; 0 before the first.")
+	descDamaged       = desc("informerd_cache_damaged_objects_total", "Reads that found a cold object's stored bytes damaged (they do not decompress to the JSON they were made from). The damaged bytes are never served: the reader gets an error, and the object is replaced by listing again.")
+	descIndexErrors   = prometheus.NewDesc("informerd_index_errors_total",
 		"Evaluations of an index expression that failed on an object, which was cached without a value in that index.",
 		[]string{"resource", "index"}, nil)
 )
@@ -77,7 +86,8 @@ var _ prometheus.Collector = (*Collector)(nil)
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descObjects, descBytes, descRV, descSynced, descHistory, descStaleness, descRelists, descWatchStarts, descExpired, descErrors, descWatchers, descQueueMax, descOldest, descCoalesced, descProjections, descProjEncodes, descProjCompare, descIngestErrors, descIndexErrors, descChecks, descInconsistent,
-		descRestored, descStateLag, descStateLagAge, descStateWrites, descStateFull, descStateErrors, descStateTime, descStateBytes, descStateAside} {
+		descRestored, descStateLag, descStateLagAge, descStateWrites, descStateFull, descStateErrors, descStateTime, descStateBytes, descStateAside,
+		descObjectBytes, descStoredObjects, descDictTrainings, descDictBytes, descDamaged} {
 		ch <- d
 	}
 }
@@ -103,6 +113,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descSynced, synced)
 		gauge(descHistory, float64(st.Cache.HistoryEvents))
+		ch <- prometheus.MustNewConstMetric(descObjectBytes, prometheus.GaugeValue, float64(st.Cache.RawBytes), name, "json")
+		ch <- prometheus.MustNewConstMetric(descObjectBytes, prometheus.GaugeValue, float64(st.Cache.StoredBytes), name, "stored")
+		ch <- prometheus.MustNewConstMetric(descStoredObjects, prometheus.GaugeValue, float64(st.Cache.Objects-st.Cache.Cold), name, "hot")
+		ch <- prometheus.MustNewConstMetric(descStoredObjects, prometheus.GaugeValue, float64(st.Cache.Cold), name, "cold")
+		counter(descDictTrainings, r.Compression.Codec.Trainings)
+		gauge(descDictBytes, float64(r.Compression.Codec.DictBytes))
+		counter(descDamaged, r.Compression.Codec.Damaged)
 		ws := r.Watch
 		gauge(descWatchers, float64(ws.Watchers))
 		gauge(descQueueMax, float64(ws.MaxQueueDepth))

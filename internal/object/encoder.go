@@ -120,9 +120,15 @@ func (e *Encoder) Prepare(r *Raw) {
 // same object at the same resourceVersion already encoded (as a relist
 // brings the objects that did not change): nothing is copied, and the
 // Object Encode returns shares cached's bytes, so a relist does not hold a
-// second copy of the cache.
+// second copy of the cache. A cold cached object's bytes are shared
+// compressed: r holds no JSON until Encode decompresses them for the
+// index values, one object at a time, and drops them.
 func PrepareAs(r *Raw, cached *Object) {
-	r.JSON, r.prepared = cached.JSON, true
+	if cached.dict != nil {
+		r.JSON, r.same, r.prepared = nil, cached, true
+		return
+	}
+	r.JSON, r.prepared = cached.data, true
 }
 
 // EncodeUnstructured encodes an unstructured object, as Encode would the
@@ -152,6 +158,20 @@ func (e *Encoder) Encode(r *Raw) (*Object, error) {
 // EncodeWithIndexErrors is Encode, also returning the indexes that failed
 // on r (nil when none did).
 func (e *Encoder) EncodeWithIndexErrors(r *Raw) (*Object, []IndexError, error) {
+	if same := r.same; same != nil {
+		// Prepared as a cold cached object: its JSON, for the labels and
+		// index values, then its compressed bytes for the Object.
+		json, err := same.Bytes()
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode %s/%s: %w", r.Namespace, r.Name, err)
+		}
+		o, failed, err := e.EncodeWithIndexErrors(&Raw{TypeMeta: r.TypeMeta, ObjectMeta: r.ObjectMeta, JSON: json, prepared: true})
+		if err != nil {
+			return nil, nil, err
+		}
+		o.data, o.dict, o.rawLen = same.data, same.dict, same.rawLen
+		return o, failed, nil
+	}
 	e.Transform(r)
 	labels, err := parseLabels(r.JSON)
 	if err != nil {
@@ -163,7 +183,7 @@ func (e *Encoder) EncodeWithIndexErrors(r *Raw) (*Object, []IndexError, error) {
 	if !r.prepared {
 		json = slices.Clone(r.JSON)
 	}
-	o := &Object{JSON: json, UID: string(r.UID), ResourceVersion: r.ResourceVersion, Labels: labels}
+	o := &Object{data: json, UID: string(r.UID), ResourceVersion: r.ResourceVersion, Labels: labels}
 	o.RV, _ = ParseRV(o.ResourceVersion)
 	if ns == "" {
 		o.Key, o.Name = name, name

@@ -67,7 +67,7 @@ func TestEncode(t *testing.T) {
 		t.Errorf("Labels = %v", o.Labels)
 	}
 	var back map[string]any
-	if err := json.Unmarshal(o.JSON, &back); err != nil {
+	if err := json.Unmarshal(o.data, &back); err != nil {
 		t.Fatal(err)
 	}
 	md := back["metadata"].(map[string]any)
@@ -75,7 +75,7 @@ func TestEncode(t *testing.T) {
 		t.Error("managedFields kept, want stripped")
 	}
 	if back["kind"] != "Pod" || back["apiVersion"] != "v1" {
-		t.Errorf("JSON lost apiVersion/kind: %s", o.JSON)
+		t.Errorf("JSON lost apiVersion/kind: %s", o.data)
 	}
 }
 
@@ -93,7 +93,7 @@ func TestEncodeKeepsManagedFieldsWhenAsked(t *testing.T) {
 			ManagedFields []any `json:"managedFields"`
 		} `json:"metadata"`
 	}
-	if err := json.Unmarshal(o.JSON, &back); err != nil {
+	if err := json.Unmarshal(o.data, &back); err != nil {
 		t.Fatal(err)
 	}
 	if len(back.Metadata.ManagedFields) != 1 {
@@ -357,7 +357,7 @@ func FuzzIndexJSONPath(f *testing.F) {
 			}
 		}
 		var want, back map[string]any
-		if err := json.Unmarshal(second.JSON, &back); err != nil {
+		if err := json.Unmarshal(second.data, &back); err != nil {
 			t.Fatalf("cached JSON does not decode: %v", err)
 		}
 		if err := json.Unmarshal(doc, &want); err != nil {
@@ -370,10 +370,14 @@ func FuzzIndexJSONPath(f *testing.F) {
 			t.Errorf("cached JSON is not the object without managedFields (-object +JSON):\n%s", diff)
 		}
 		var msg pb.Object
-		if err := proto.Unmarshal(second.Wire(), &msg); err != nil {
+		wire, err := second.Wire()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := proto.Unmarshal(wire, &msg); err != nil {
 			t.Fatalf("Wire does not decode: %v", err)
 		}
-		if msg.Namespace != second.Namespace || msg.Name != second.Name || msg.Uid != second.UID || msg.ResourceVersion != second.ResourceVersion || !bytes.Equal(msg.Json, second.JSON) {
+		if msg.Namespace != second.Namespace || msg.Name != second.Name || msg.Uid != second.UID || msg.ResourceVersion != second.ResourceVersion || !bytes.Equal(msg.Json, second.data) {
 			t.Errorf("Wire decodes to %v, want the object's fields", &msg)
 		}
 	})
@@ -458,10 +462,10 @@ func TestPrepare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(Object{})); diff != "" {
 		t.Errorf("prepared object encodes differently (-unprepared +prepared):\n%s", diff)
 	}
-	if &got.JSON[0] != &r.JSON[0] {
+	if &got.data[0] != &r.JSON[0] {
 		t.Error("Encode copied a prepared object's JSON")
 	}
 
@@ -471,10 +475,10 @@ func TestPrepare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if &shared.JSON[0] != &want.JSON[0] {
+	if &shared.data[0] != &want.data[0] {
 		t.Error("an object prepared as a cached one does not share its bytes")
 	}
-	if diff := cmp.Diff(want, shared); diff != "" {
+	if diff := cmp.Diff(want, shared, cmp.AllowUnexported(Object{})); diff != "" {
 		t.Errorf("object prepared as a cached one (-cached +got):\n%s", diff)
 	}
 }
@@ -539,7 +543,7 @@ func checkCut(t *testing.T, data []byte) {
 	if err := json.Unmarshal(r.JSON, &got); err != nil {
 		t.Fatalf("Prepare(%q) = %q, not JSON: %v", data, r.JSON, err)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(Object{})); diff != "" {
 		t.Errorf("Prepare(%q) = %q (-want +got):\n%s", data, r.JSON, diff)
 	}
 }

@@ -2,6 +2,12 @@
 // object: its JSON bytes, encoded once after the transform, plus the few
 // fields needed for keys, selectors and indexes. Objects are immutable once
 // built, so every stage may share them without copying or locking.
+//
+// An object's bytes are held hot (the JSON itself) or cold (a zstd frame
+// compressed with its resource's dictionary, see Codec): a cold copy of an
+// object is a new Object that replaces the hot one, never an edit of it.
+// Readers get the JSON through Bytes or AppendBytes, which decompress a cold
+// object and detect damaged stored bytes.
 package object
 
 import (
@@ -27,14 +33,19 @@ type Object struct {
 	// Values holds the object's index values, one slice per index, in the
 	// order of the Encoder's index names. An index may yield several values.
 	Values [][]string
-	// JSON is the object as Kubernetes JSON (apiVersion and kind set) after
-	// the transform. Responses embed it as it is (see AppendWireHeader).
-	JSON []byte
+	// data is the object as Kubernetes JSON (apiVersion and kind set)
+	// after the transform when dict is nil (hot); else (cold) a zstd frame
+	// of that JSON compressed with dict, rawLen bytes once decompressed.
+	// Responses embed the JSON as it is (see AppendWireHeader).
+	data   []byte
+	dict   *Dict
+	rawLen uint32
 }
 
-// Size is the approximate number of bytes the object holds.
+// Size is the approximate number of bytes the object holds: its stored
+// bytes (compressed when cold) and its metadata.
 func (o *Object) Size() int {
-	n := len(o.Key) + len(o.UID) + len(o.ResourceVersion) + len(o.JSON) + 8*16
+	n := len(o.Key) + len(o.UID) + len(o.ResourceVersion) + len(o.data) + 8*16
 	for _, l := range o.Labels {
 		n += len(l) + 16
 	}

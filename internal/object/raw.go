@@ -32,6 +32,9 @@ type Raw struct {
 	// prepared: Encoder.Prepare transformed JSON and copied it into memory
 	// of exactly its length, which the encoded Object keeps.
 	prepared bool
+	// same: PrepareAs found this object cached cold at the same
+	// resourceVersion; JSON is nil and Encode shares same's bytes.
+	same *Object
 }
 
 var (
@@ -86,6 +89,11 @@ func ParseRaw(data []byte) (*Raw, error) {
 // GetLabels reads the labels from the JSON; a Raw without JSON (a bookmark
 // built by a client) returns those set on it.
 func (r *Raw) GetLabels() map[string]string {
+	if r.JSON == nil && r.same != nil {
+		if b, err := r.same.Bytes(); err == nil {
+			return stringMap(b, "metadata", "labels")
+		}
+	}
 	if r.JSON == nil {
 		return r.ObjectMeta.GetLabels()
 	}
@@ -97,6 +105,11 @@ func (r *Raw) GetLabels() map[string]string {
 // without JSON (a bookmark built by a client, such as pkg/client's)
 // returns those set on it.
 func (r *Raw) GetAnnotations() map[string]string {
+	if r.JSON == nil && r.same != nil {
+		if b, err := r.same.Bytes(); err == nil {
+			return stringMap(b, "metadata", "annotations")
+		}
+	}
 	if r.JSON == nil {
 		return r.ObjectMeta.GetAnnotations()
 	}
@@ -105,7 +118,7 @@ func (r *Raw) GetAnnotations() map[string]string {
 
 // DeepCopyObject implements runtime.Object.
 func (r *Raw) DeepCopyObject() runtime.Object {
-	c := &Raw{TypeMeta: r.TypeMeta, JSON: slices.Clone(r.JSON)}
+	c := &Raw{TypeMeta: r.TypeMeta, JSON: slices.Clone(r.JSON), same: r.same}
 	r.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
 	return c
 }

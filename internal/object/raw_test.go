@@ -81,15 +81,19 @@ func TestWireMatchesProto(t *testing.T) {
 		}
 	}
 	for _, o := range []*Object{
-		{Namespace: "ns", Name: "n", UID: "u", ResourceVersion: "1", JSON: []byte(`{"a":1}`)},
+		(&Object{Namespace: "ns", Name: "n", UID: "u", ResourceVersion: "1"}).WithJSON([]byte(`{"a":1}`)),
 		{Name: "cluster-scoped"},
 		{},
 	} {
 		var got pb.Object
-		if err := proto.Unmarshal(o.Wire(), &got); err != nil {
+		wire, err := o.Wire()
+		if err != nil {
 			t.Fatal(err)
 		}
-		want := &pb.Object{Namespace: o.Namespace, Name: o.Name, Uid: o.UID, ResourceVersion: o.ResourceVersion, Json: o.JSON}
+		if err := proto.Unmarshal(wire, &got); err != nil {
+			t.Fatal(err)
+		}
+		want := &pb.Object{Namespace: o.Namespace, Name: o.Name, Uid: o.UID, ResourceVersion: o.ResourceVersion, Json: o.data}
 		if !proto.Equal(&got, want) {
 			t.Errorf("Wire decodes to %v, want %v", &got, want)
 		}

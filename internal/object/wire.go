@@ -15,8 +15,9 @@ const (
 // AppendWireHeader appends the start of the object's informerd.v1.Object
 // message in protobuf wire form: every field, and the JSON field's tag and
 // length, but not the JSON bytes, which end the message. A response embeds
-// the object as this header followed by o.JSON, shared by every response
-// and never copied; WireSize is the length of the two together.
+// the object as this header followed by its JSON (Bytes), shared by every
+// response and never copied when hot; WireSize is the length of the two
+// together.
 func (o *Object) AppendWireHeader(b []byte) []byte {
 	for _, f := range []struct {
 		num protowire.Number
@@ -27,9 +28,9 @@ func (o *Object) AppendWireHeader(b []byte) []byte {
 			b = protowire.AppendString(b, f.s)
 		}
 	}
-	if len(o.JSON) > 0 {
+	if n := o.Len(); n > 0 {
 		b = protowire.AppendTag(b, fieldJSON, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(len(o.JSON)))
+		b = protowire.AppendVarint(b, uint64(n))
 	}
 	return b
 }
@@ -42,15 +43,15 @@ func (o *Object) WireSize() int {
 			n += 1 + protowire.SizeBytes(len(s))
 		}
 	}
-	if len(o.JSON) > 0 {
-		n += 1 + protowire.SizeBytes(len(o.JSON))
+	if l := o.Len(); l > 0 {
+		n += 1 + protowire.SizeBytes(l)
 	}
 	return n
 }
 
 // Wire returns the object's informerd.v1.Object message in protobuf wire
-// form, in new memory.
-func (o *Object) Wire() []byte {
+// form, in new memory, or the error Bytes returns.
+func (o *Object) Wire() ([]byte, error) {
 	b := make([]byte, 0, o.WireSize())
-	return append(o.AppendWireHeader(b), o.JSON...)
+	return o.AppendBytes(o.AppendWireHeader(b))
 }

@@ -73,7 +73,7 @@ func checked(t testing.TB, objs map[string]uint64, src Source) *Pipeline {
 	}) {
 		rv := objs[k]
 		top = max(top, rv)
-		o := &object.Object{Key: k, Namespace: "ns", Name: k[len("ns/"):], ResourceVersion: strconv.FormatUint(rv, 10), RV: rv, JSON: []byte(`{}`)}
+		o := (&object.Object{Key: k, Namespace: "ns", Name: k[len("ns/"):], ResourceVersion: strconv.FormatUint(rv, 10), RV: rv}).WithJSON([]byte(`{}`))
 		ds = append(ds, deltafifo.Delta{Type: watch.Added, Object: o, ResourceVersion: o.ResourceVersion, Relist: true})
 	}
 	ds = append(ds, deltafifo.Delta{Type: watch.Bookmark, ResourceVersion: strconv.FormatUint(top, 10), Synced: true})

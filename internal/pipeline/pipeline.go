@@ -140,6 +140,9 @@ type Report struct {
 	State *state.Stats
 	// Consistency is the integrity checks so far.
 	Consistency Consistency
+	// Compression is the mode and codec figures of the cache's
+	// compression (--cache-compression).
+	Compression Compression
 }
 
 // Pipeline caches one resource and fans its changes out: reflector →
@@ -163,6 +166,11 @@ type Pipeline struct {
 	// checkOpts configure the integrity checks; checks records them.
 	checkOpts CheckOptions
 	checks    checks
+
+	// compress configures the compression of cold objects, which codec
+	// makes and reads (coolLoop).
+	compress CompressionOptions
+	codec    *object.Codec
 
 	mu        sync.Mutex
 	phase     Phase
@@ -190,7 +198,7 @@ func newPipeline(c *config.Config, r config.Resource, log *slog.Logger, hub fano
 		HistoryMaxEvents: c.History.MaxEvents,
 		HistoryMaxAge:    c.History.MaxAge.Duration,
 	})
-	return &Pipeline{
+	p := &Pipeline{
 		cfg:     r,
 		encoder: enc,
 		index:   ix,
@@ -198,7 +206,10 @@ func newPipeline(c *config.Config, r config.Resource, log *slog.Logger, hub fano
 		fifo:    deltafifo.New(ix, c.QueueLength),
 		log:     log.With("resource", r.Resource),
 		phase:   Resolving,
-	}, nil
+		codec:   object.NewCodec(object.CodecOptions{}),
+	}
+	p.codec.OnDamage(p.onDamage)
+	return p, nil
 }
 
 // Name implements Served: the canonical name once resolved, else the name
@@ -313,7 +324,7 @@ func (p *Pipeline) Status() Status {
 // Report returns the pipeline's Status with its figures; it visits every
 // watcher.
 func (p *Pipeline) Report() Report {
-	r := Report{Status: p.Status(), Watch: p.hub.Stats(), Consistency: p.Consistency()}
+	r := Report{Status: p.Status(), Watch: p.hub.Stats(), Consistency: p.Consistency(), Compression: p.Compression()}
 	counts := p.encoder.IndexErrors()
 	r.IndexErrors = make(map[string]int64, len(counts))
 	for i, name := range p.encoder.IndexNames() {
@@ -389,6 +400,7 @@ func (p *Pipeline) Run(ctx context.Context, src Source) error {
 		p.fifo.Close() // unblocks the consumer
 	})
 	wg.Go(func() { p.checkLoop(rctx) })
+	wg.Go(func() { p.coolLoop(rctx) })
 	err := p.consume(rctx, res.CanonicalName())
 	cause := context.Cause(rctx)
 	cancel(nil)
@@ -412,10 +424,11 @@ func (p *Pipeline) source() Source {
 
 // prepare readies each object the upstream watch reads (Client.ListWatch):
 // one the cache holds at the same resourceVersion, as a relist brings
-// every object that did not change, shares the cached bytes; any other is
-// transformed and copied once.
+// every object that did not change, shares the cached bytes (compressed,
+// when cold) unless they were found damaged; any other is transformed and
+// copied once.
 func (p *Pipeline) prepare(r *object.Raw) {
-	if o, ok := p.index.Get(object.KeyOf(r.Namespace, r.Name)); ok && o.ResourceVersion == r.ResourceVersion && o.UID == string(r.UID) && r.ResourceVersion != "" {
+	if o, ok := p.index.Get(object.KeyOf(r.Namespace, r.Name)); ok && o.ResourceVersion == r.ResourceVersion && o.UID == string(r.UID) && r.ResourceVersion != "" && !p.index.Damaged(o) {
 		object.PrepareAs(r, o)
 		return
 	}

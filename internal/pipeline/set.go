@@ -32,6 +32,7 @@ type Set struct {
 	clientOptions reflector.ClientOptions
 	hubOptions    fanout.Options
 	checkOptions  CheckOptions
+	compression   CompressionOptions
 }
 
 // IngestObserver is told how long each change took from its receipt from the
@@ -115,6 +116,7 @@ func (s *Set) build(c *config.Config, src Source) error {
 		}
 		p.ingest = s.ingest
 		p.checkOpts = s.checkOptions
+		p.compress = s.compression
 		if s.state != nil {
 			p.state = s.state.Resource(r.Resource, state.Source{
 				Namespace: r.Namespace, LabelSelector: r.LabelSelector, FieldSelector: r.FieldSelector,

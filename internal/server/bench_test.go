@@ -45,7 +45,14 @@ type benchServer struct {
 
 func newBenchServer(b *testing.B, pods, nodes int) *benchServer {
 	b.Helper()
-	c, err := config.Parse([]byte(`resources: [{resource: pods, indexes: [{name: node, jsonpath: "{.spec.nodeName}"}]}]`))
+	return newBenchServerConfig(b, `resources: [{resource: pods, indexes: [{name: node, jsonpath: "{.spec.nodeName}"}]}]`, pods, nodes)
+}
+
+// newBenchServerConfig is newBenchServer with the configuration file cfg,
+// which must cache pods with a node index.
+func newBenchServerConfig(b *testing.B, cfg string, pods, nodes int) *benchServer {
+	b.Helper()
+	c, err := config.Parse([]byte(cfg))
 	if err != nil {
 		b.Fatal(err)
 	}

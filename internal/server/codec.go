@@ -90,8 +90,16 @@ const (
 // parsers accept fields in any order, so a one-object message is two
 // pieces, the JSON last.
 
-// watchEvent encodes a WatchResponse; o may be nil.
-func watchEvent(typ pb.EventType, o *object.Object, rv string) *encoded {
+// watchEvent encodes a WatchResponse; o may be nil. It fails only on a
+// cold object whose stored bytes are damaged (object.ErrDamaged).
+func watchEvent(typ pb.EventType, o *object.Object, rv string) (*encoded, error) {
+	var json []byte
+	if o != nil {
+		var err error
+		if json, err = o.Bytes(); err != nil {
+			return nil, err
+		}
+	}
 	n := stringSize(watchResourceVersion, rv)
 	if typ != 0 {
 		n += protowire.SizeTag(watchType) + protowire.SizeVarint(uint64(typ))
@@ -108,46 +116,70 @@ func watchEvent(typ pb.EventType, o *object.Object, rv string) *encoded {
 	m := newEncoded()
 	if o == nil {
 		m.add(b)
-		return m
+		return m, nil
 	}
 	m.add(appendObject(b, watchObject, o))
-	m.add(o.JSON)
-	return m
+	m.add(json)
+	return m, nil
 }
 
-// getResponse encodes a GetResponse.
-func getResponse(o *object.Object) *encoded {
+// getResponse encodes a GetResponse, or fails as watchEvent does.
+func getResponse(o *object.Object) (*encoded, error) {
+	json, err := o.Bytes()
+	if err != nil {
+		return nil, err
+	}
 	m := newEncoded()
 	m.add(appendObject(make([]byte, 0, objectSize(getObject, o)), getObject, o))
-	m.add(o.JSON)
-	return m
+	m.add(json)
+	return m, nil
 }
 
-// listPage encodes a ListResponse.
-func listPage(objs []*object.Object, rv, token string) *encoded {
+// listPage encodes a ListResponse, or fails as watchEvent does. The JSON
+// of the page's cold objects is decompressed into one buffer of the
+// page's own; a hot object's is shared.
+func listPage(objs []*object.Object, rv, token string) (*encoded, error) {
 	n := stringSize(listResourceVersion, rv) + stringSize(listContinueToken, token)
+	coldLen := 0
 	for _, o := range objs {
 		n += objectSize(listObjects, o)
+		if o.Cold() {
+			coldLen += o.Len()
+		}
+	}
+	jsons := make([][]byte, len(objs))
+	cold := make([]byte, 0, coldLen)
+	for i, o := range objs {
+		if !o.Cold() {
+			jsons[i], _ = o.Bytes()
+			continue
+		}
+		start := len(cold)
+		var err error
+		if cold, err = o.AppendBytes(cold); err != nil {
+			return nil, err
+		}
+		jsons[i] = cold[start:len(cold):len(cold)]
 	}
 	b := make([]byte, 0, n)
 	b = appendString(b, listResourceVersion, rv)
 	b = appendString(b, listContinueToken, token)
 	m := &encoded{pieces: make(mem.BufferSlice, 0, 2*len(objs)+1)}
 	from := 0 // where b's bytes not yet in a piece start
-	for _, o := range objs {
+	for i, o := range objs {
 		b = appendObject(b, listObjects, o)
 		m.add(b[from:len(b):len(b)])
-		m.add(o.JSON)
+		m.add(jsons[i])
 		from = len(b)
 	}
 	m.add(b[from:])
-	return m
+	return m, nil
 }
 
 // objectSize is the size of field num holding o, but o's JSON.
 func objectSize(num protowire.Number, o *object.Object) int {
 	size := o.WireSize()
-	return protowire.SizeTag(num) + protowire.SizeVarint(uint64(size)) + size - len(o.JSON)
+	return protowire.SizeTag(num) + protowire.SizeVarint(uint64(size)) + size - o.Len()
 }
 
 // appendObject appends field num holding o, but o's JSON, which must follow.

@@ -16,6 +16,7 @@ import (
 	"github.com/informerd/informerd/internal/auth"
 	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/limits"
+	"github.com/informerd/informerd/internal/object"
 	"github.com/informerd/informerd/internal/pipeline"
 )
 
@@ -98,6 +99,8 @@ func toStatus(err error) error {
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, indexer.ErrAhead):
 		return withInfo(codes.Unavailable, pb.ErrorReason_RESOURCE_VERSION_AHEAD, err.Error()+"; this replica has not caught up yet, retry", nil)
+	case errors.Is(err, object.ErrDamaged):
+		return status.Error(codes.Unavailable, err.Error()+"; the cache is listing again to repair it, retry shortly")
 	case errors.Is(err, indexer.ErrNotSynced):
 		return withInfo(codes.Unavailable, pb.ErrorReason_CACHE_NOT_SYNCED, err.Error()+"; retry shortly", nil)
 	case errors.Is(err, context.DeadlineExceeded):

@@ -39,18 +39,21 @@ func (s *Server) mask(ctx context.Context, p pipeline.Served, fields *fieldmaskp
 
 // projected returns o as m shows it: in new memory for this response, or o
 // itself for the nil mask. An object the mask cannot be applied to (never
-// one the cache holds) is returned whole rather than lost.
-func projected(m *projection.Mask, o *object.Object) *object.Object {
+// one the cache holds) is returned whole rather than lost. It fails only
+// on a cold object whose stored bytes are damaged.
+func projected(m *projection.Mask, o *object.Object) (*object.Object, error) {
 	if m == nil {
-		return o
+		return o, nil
 	}
-	b, err := m.Project(o.JSON)
+	json, err := o.Bytes()
 	if err != nil {
-		return o
+		return nil, err
 	}
-	po := *o
-	po.JSON = b
-	return &po
+	b, err := m.Project(json)
+	if err != nil {
+		return o, nil
+	}
+	return o.WithJSON(b), nil
 }
 
 // projectionLimit is the hub's refusal of one more distinct mask as the

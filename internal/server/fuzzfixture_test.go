@@ -251,9 +251,9 @@ func newFuzzFixture(t testing.TB) *fuzzFixture {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := viewOf(t, o.JSON)
-			fx.views[string(o.JSON)] = v
-			return o, &cached{key: o.Key, json: o.JSON, view: v}
+			v := viewOf(t, jsonOf(o))
+			fx.views[string(jsonOf(o))] = v
+			return o, &cached{key: o.Key, json: jsonOf(o), view: v}
 		}
 		var ds []deltafifo.Delta
 		for i, s := range initial {
@@ -338,4 +338,13 @@ func newFuzzFixture(t testing.TB) *fuzzFixture {
 	fx.srv = server.New(set, fuzzOptions)
 	t.Cleanup(fx.srv.Stop)
 	return fx
+}
+
+// jsonOf is o's JSON; the objects of these tests are hot.
+func jsonOf(o *object.Object) []byte {
+	b, err := o.Bytes()
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -115,13 +115,16 @@ func (s *Server) list(ctx context.Context, req *pb.ListRequest) (*encoded, error
 		// page gets its own.
 		page := make([]*object.Object, len(objs))
 		for i, o := range objs {
-			page[i] = projected(m, o)
+			var err error
+			if page[i], err = projected(m, o); err != nil {
+				return nil, toStatus(err)
+			}
 		}
 		objs = page
 	}
 	bytes := 0
 	for i, o := range objs {
-		if bytes += len(o.JSON); bytes > s.opts.MaxPageBytes && i > 0 {
+		if bytes += o.Len(); bytes > s.opts.MaxPageBytes && i > 0 {
 			objs, more = objs[:i], true
 			break
 		}
@@ -130,7 +133,8 @@ func (s *Server) list(ctx context.Context, req *pb.ListRequest) (*encoded, error
 	if more {
 		token = indexer.Continue{RV: rv, LastKey: objs[len(objs)-1].Key}.Encode()
 	}
-	return listPage(objs, rv, token), nil
+	page, err := listPage(objs, rv, token)
+	return page, toStatus(err)
 }
 
 // continueWait bounds the wait of a continue page for its snapshot.

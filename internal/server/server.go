@@ -186,7 +186,12 @@ func (s *Server) get(ctx context.Context, req *pb.GetRequest) (*encoded, error) 
 	if !ok {
 		return nil, objectNotFound(req.GetResource(), key, p.Cache().Stats().ResourceVersion)
 	}
-	return getResponse(projected(m, o)), nil
+	po, err := projected(m, o)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	m2, err := getResponse(po)
+	return m2, toStatus(err)
 }
 
 // resource finds a served resource by name and checks that its cache has

@@ -122,7 +122,8 @@ func (s *Server) Watch(req *pb.WatchRequest, stream pb.CacheService_WatchServer)
 		return err
 	}
 	if opts.SendInitialEvents {
-		if err := stream.SendMsg(watchEvent(pb.EventType_EVENT_TYPE_INITIAL_EVENTS_END, nil, at)); err != nil {
+		end, _ := watchEvent(pb.EventType_EVENT_TYPE_INITIAL_EVENTS_END, nil, at)
+		if err := stream.SendMsg(end); err != nil {
 			return err
 		}
 	}
@@ -187,7 +188,14 @@ func (s *Server) send(ctx context.Context, stream pb.CacheService_WatchServer, o
 		if lost := accessLost(ctx); lost != nil {
 			return lost
 		}
-		if err := stream.SendMsg(watchEvent(wireType(it.Type), it.Object, it.ResourceVersion)); err != nil {
+		m, err := watchEvent(wireType(it.Type), it.Object, it.ResourceVersion)
+		if err != nil {
+			// A damaged cold object (an initial or replayed one): the
+			// stream ends with a status, and the client lists again once
+			// the cache has repaired it.
+			return toStatus(err)
+		}
+		if err := stream.SendMsg(m); err != nil {
 			return err
 		}
 		if !it.Applied.IsZero() {

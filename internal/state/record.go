@@ -150,7 +150,7 @@ func encodeEvent(ev indexer.Event, offset time.Duration) ([]byte, error) {
 		return nil, fmt.Errorf("state: cannot write a %s event", ev.Type)
 	}
 	o := ev.Object
-	b := make([]byte, 0, 64+len(ev.ResourceVersion)+len(o.Key)+len(o.JSON))
+	b := make([]byte, 0, 64+len(ev.ResourceVersion)+len(o.Key)+o.Len())
 	flags := byte(0)
 	if ev.Relist {
 		flags |= flagRelist
@@ -161,7 +161,10 @@ func encodeEvent(ev indexer.Event, offset time.Duration) ([]byte, error) {
 	b = binary.AppendVarint(b, unixNano(ev.Received, offset))
 	b = appendString(b, ev.ResourceVersion)
 	b = appendString(b, o.Key)
-	b = append(b, o.JSON...)
+	b, err := o.AppendBytes(b)
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
 	return seal(b), nil
 }
 

@@ -375,7 +375,11 @@ func (r *Resource) fill(db *bolt.DB, cp indexer.Checkpoint, next position) error
 		err := db.Update(func(tx *bolt.Tx) error {
 			b := tx.Bucket(bucketBase)
 			for _, o := range objs {
-				if err := b.Put([]byte(o.Key), seal(o.JSON)); err != nil {
+				json, err := o.Bytes()
+				if err != nil {
+					return err
+				}
+				if err := b.Put([]byte(o.Key), seal(json)); err != nil {
 					return err
 				}
 			}

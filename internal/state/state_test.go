@@ -95,7 +95,7 @@ func viewOf(t testing.TB, ix *indexer.Indexer) view {
 	}
 	v := view{RV: cp.At.ResourceVersion, Floor: cp.Floor, FloorSeq: cp.FloorSeq, Seq: cp.At.Seq}
 	for _, o := range ix.List(nil).Objects {
-		v.Objects = append(v.Objects, fmt.Sprintf("%s@%s %v %s", o.Key, o.ResourceVersion, o.Values, o.JSON))
+		v.Objects = append(v.Objects, fmt.Sprintf("%s@%s %v %s", o.Key, o.ResourceVersion, o.Values, jsonOf(o)))
 	}
 	for _, ev := range cp.Events {
 		prev := "-"
@@ -502,4 +502,13 @@ func TestFullDisk(t *testing.T) {
 	if st := r.Stats(); st.LastError != "" || st.Writes != 1 || st.LagEvents != 0 || st.Written != c.ix.Stats().ResourceVersion {
 		t.Errorf("after space came back: stats %+v, want the error cleared and everything written", st)
 	}
+}
+
+// jsonOf is o's JSON, or the error Bytes returns as text.
+func jsonOf(o *object.Object) string {
+	b, err := o.Bytes()
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }

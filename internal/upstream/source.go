@@ -59,6 +59,11 @@ func (s *Source) Resolve(ctx context.Context, name string) (pipeline.Resolved, e
 	}
 	for _, r := range rs {
 		if r.GetName() == name || (r.GetGroup() != "" && name == plural(r)+"."+r.GetVersion()+"."+r.GetGroup()) {
+			if r.GetKind() == "" || r.GetVersion() == "" {
+				// The upstream has not resolved it yet (it has just
+				// started): its scope and kind are unknown.
+				return pipeline.Resolved{}, fmt.Errorf("the upstream informerd at %s has not resolved %q yet; retrying", s.addr, name)
+			}
 			return pipeline.Resolved{
 				GVR:        schema.GroupVersionResource{Group: r.GetGroup(), Version: r.GetVersion(), Resource: plural(r)},
 				Kind:       r.GetKind(),

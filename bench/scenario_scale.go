@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	pb "github.com/informerd/informerd/api/proto/informerd/v1"
+)
+
+// The scale scenario's columns.
+const (
+	colScaleHeap    = "heap bytes/pod"
+	colScaleRSS     = "RSS bytes/pod"
+	colScaleRSSMiB  = "RSS MiB"
+	colScaleHeapMiB = "heap MiB"
+	colScaleSync    = "sync s"
+	colScaleListP50 = "list by index p50 ms"
+	colScaleListP99 = "list by index p99 ms"
+	colScaleFull    = "full list s"
+	colScaleStored  = "stored bytes/pod"
+	colScaleJSON    = "JSON bytes/pod"
+)
+
+// scaleCooled bounds the wait for a cold cache to be compressed: the
+// cooling loop compresses 256 objects per step, a few milliseconds apart.
+const scaleCooled = 3 * time.Minute
+
+// scale is issue 38's scenario: as many pods as the machine allows (200,000
+// in full mode), loaded through kube-apiserver, cached by informerd with
+// each --cache-compression setting and managedFields stripped or kept, and
+// by a client-go informer with the same transform. For each informerd it
+// reports the heap and RSS, the time to sync from the API server (cold)
+// and from its --state-dir (warm), List by index, and a full List through
+// its Kubernetes API; for kube-apiserver, its RSS holding the same pods and
+// the same full List.
+func scale(ctx context.Context, b *bench) (Scenario, error) {
+	s := Scenario{
+		Name:  "scale",
+		Title: fmt.Sprintf("Scale: %d pods", b.scalePods),
+		Plot:  colScaleHeap,
+		Columns: []string{colScaleHeap, colScaleRSS, colScaleStored, colScaleJSON, colScaleSync, colScaleListP50, colScaleListP99, colScaleFull,
+			colScaleHeapMiB, colScaleRSSMiB},
+	}
+	t := newTable()
+	ns, empty := fmt.Sprintf("scale-%d", b.scalePods), "scale-empty"
+	if err := b.cluster.loadPods(ctx, empty, 0, 1); err != nil {
+		return s, err
+	}
+	start := time.Now()
+	if err := b.cluster.loadPods(ctx, ns, b.scalePods, b.nodes); err != nil {
+		return s, err
+	}
+	load := time.Since(start)
+	jsonBytes, err := listJSONBytes(ctx, b, ns)
+	if err != nil {
+		return s, err
+	}
+	jsonPod := jsonBytes / float64(b.scalePods)
+	apiList := func() (int64, error) { return fullList(ctx, b.cluster.kube, ns) }
+	for run := range b.runs {
+		base, err := b.emptyFootprints(ctx, empty)
+		if err != nil {
+			return s, err
+		}
+		// kube-apiserver holds the pods in its watch cache: its whole RSS,
+		// as the reference the issue names, and the same full List.
+		rss, err := rssBytes(b.cluster.apiPID)
+		if err != nil {
+			return s, err
+		}
+		api := []Label{{"cache", "kube-apiserver"}, {"managedFields", "kept"}, {"compression", "-"}, {"start", "-"}}
+		t.add(api, colScaleRSSMiB, float64(rss)/(1<<20))
+		if err := timeFullList(t, api, apiList); err != nil {
+			return s, fmt.Errorf("kube-apiserver's list: %w", err)
+		}
+		for _, strip := range []bool{true, false} {
+			fields := managedFields(strip)
+			for _, mode := range []string{"off", "cold"} {
+				if err := b.scaleInformerd(ctx, t, ns, strip, mode, base[0], jsonPod); err != nil {
+					return s, fmt.Errorf("informerd, managedFields %s, compression %s: %w", fields, mode, err)
+				}
+			}
+			started := time.Now()
+			c, err := startChild("informer", "--kubeconfig="+b.cluster.kubeconfig, "--namespace="+ns, "--strip-managed-fields="+strconv.FormatBool(strip))
+			if err != nil {
+				return s, err
+			}
+			sync := time.Since(started)
+			f, err := informerProc(c, b.scalePods).measure(ctx, false)
+			c.stop()
+			if err != nil {
+				return s, err
+			}
+			labels := []Label{{"cache", "client-go informer"}, {"managedFields", fields}, {"compression", "-"}, {"start", "cold"}}
+			t.add(labels, colScaleSync, sync.Seconds())
+			t.add(labels, colScaleHeap, (f.heap-base[1].heap)/float64(b.scalePods))
+			t.add(labels, colScaleRSS, (f.rss-base[1].rss)/float64(b.scalePods))
+			t.add(labels, colScaleHeapMiB, f.heap/(1<<20))
+			t.add(labels, colScaleRSSMiB, f.rss/(1<<20))
+		}
+		logf("run %d, scale of %d pods measured", run+1, b.scalePods)
+	}
+	s.Rows = t.rows()
+	s.Goals = scaleGoals(&s, b.scalePods)
+	s.Notes = append(s.Notes,
+		fmt.Sprintf("%d pods over %d nodes loaded through kube-apiserver (create, then status update, 16 writers) in %v (%.0f pods/s); their JSON, managedFields included, is %.0f bytes per pod in kube-apiserver's list.",
+			b.scalePods, b.nodes, load.Round(time.Second), float64(b.scalePods)/load.Seconds(), jsonPod),
+		"Each run starts a fresh informerd per setting (--cache-compression off or cold; managedFields stripped or kept by the resource's transform) with an empty --state-dir: sync s (start=cold) is from the process's start to /readyz 200; it is stopped and started again on the same --state-dir: sync s (start=warm). heap and RSS are read once the cooling loop has compressed the cold cache (cold setting), after a settle; per pod, minus the same process on an empty namespace. stored bytes/pod is informerd_cache_object_bytes{form=\"stored\"} per object.",
+		fmt.Sprintf("list by index: %d sequential gRPC Lists of one node's pods (Limit 5000). full list s: the median of 3 GETs of the whole namespace as JSON (no limit) through informerd's Kubernetes API and kube-apiserver's, read to the end.", b.lists),
+		"kube-apiserver: its whole process's RSS holding every pod the run created (the other scenarios' too when they ran before; run -scenarios=scale alone for a clean reference), from its watch cache.",
+		"client-go informer: a SharedIndexInformer with the same transform, in a process of its own; sync s from its start to WaitForCacheSync.")
+	return s, nil
+}
+
+func managedFields(strip bool) string {
+	if strip {
+		return "stripped"
+	}
+	return "kept"
+}
+
+// scaleInformerd measures one informerd setting on ns, cold and then warm.
+func (b *bench) scaleInformerd(ctx context.Context, t *table, ns string, strip bool, mode string, base footprint, jsonPod float64) error {
+	stateDir, err := os.MkdirTemp(b.dir, "scale-state-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(stateDir)
+	cfg := podsConfigStrip(ns, strip)
+	for _, start := range []string{"cold", "warm"} {
+		began := time.Now()
+		d, err := startInformerd(b.informerdBin, b.cluster, b.dir, cfg, "--cache-compression="+mode, "--state-dir="+stateDir)
+		if err != nil {
+			return err
+		}
+		sync := time.Since(began)
+		labels := []Label{{"cache", "informerd"}, {"managedFields", managedFields(strip)}, {"compression", mode}, {"start", start}}
+		err = b.scaleMeasure(ctx, t, labels, d, ns, mode, base, jsonPod)
+		d.stop()
+		if err != nil {
+			return err
+		}
+		t.add(labels, colScaleSync, sync.Seconds())
+	}
+	return nil
+}
+
+// scaleMeasure waits until d's cache is compressed (mode cold), then adds
+// its memory, List by index and full List to t.
+func (b *bench) scaleMeasure(ctx context.Context, t *table, labels []Label, d *daemon, ns, mode string, base footprint, jsonPod float64) error {
+	stored, err := waitCooled(ctx, d, mode, b.scalePods)
+	if err != nil {
+		return err
+	}
+	sleep(ctx, b.memorySettle)
+	f, err := informerdProc(d).measure(ctx, false)
+	if err != nil {
+		return err
+	}
+	n := float64(b.scalePods)
+	t.add(labels, colScaleHeap, (f.heap-base.heap)/n)
+	t.add(labels, colScaleRSS, (f.rss-base.rss)/n)
+	t.add(labels, colScaleHeapMiB, f.heap/(1<<20))
+	t.add(labels, colScaleRSSMiB, f.rss/(1<<20))
+	t.add(labels, colScaleStored, stored/n)
+	t.add(labels, colScaleJSON, jsonPod)
+	var lat []float64
+	for i := range b.lists {
+		began := time.Now()
+		resp, err := d.client.List(ctx, &pb.ListRequest{Resource: "pods", Limit: 5000,
+			Selector: &pb.Selector{Index: &pb.IndexSelector{Name: "node", Values: []string{nodeName(i, b.nodes)}}}})
+		if err != nil {
+			return fmt.Errorf("list by index: %w", err)
+		}
+		if len(resp.GetObjects()) == 0 {
+			return fmt.Errorf("list by index of %s: no pods", nodeName(i, b.nodes))
+		}
+		lat = append(lat, float64(time.Since(began))/float64(time.Millisecond))
+	}
+	slices.Sort(lat)
+	t.add(labels, colScaleListP50, lat[len(lat)/2])
+	t.add(labels, colScaleListP99, lat[min(len(lat)-1, len(lat)*99/100)])
+	kube, err := kubernetes.NewForConfig(rest.CopyConfig(d.kubeAPI))
+	if err != nil {
+		return err
+	}
+	return timeFullList(t, labels, func() (int64, error) { return fullList(ctx, kube, ns) })
+}
+
+// waitCooled waits, with mode cold, until informerd has compressed all
+// but the history's few hot objects of its n (at least 95%), and returns
+// the bytes its objects are stored in.
+func waitCooled(ctx context.Context, d *daemon, mode string, n int) (float64, error) {
+	deadline := time.Now().Add(scaleCooled)
+	for {
+		s, err := scrape(ctx, d.metricsURL)
+		if err != nil {
+			return 0, err
+		}
+		stored := s.sum("informerd_cache_object_bytes", map[string]string{"resource": "pods", "form": "stored"})
+		cold := s.sum("informerd_cache_stored_objects", map[string]string{"resource": "pods", "state": "cold"})
+		if mode != "cold" || cold >= 0.95*float64(n) {
+			return stored, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("%v after sync, %.0f of %d objects compressed", scaleCooled, cold, n)
+		}
+		sleep(ctx, 500*time.Millisecond)
+	}
+}
+
+// timeFullList adds the median of three runs of list to t.
+func timeFullList(t *table, labels []Label, list func() (int64, error)) error {
+	var secs []float64
+	for range 3 {
+		began := time.Now()
+		if _, err := list(); err != nil {
+			return err
+		}
+		secs = append(secs, time.Since(began).Seconds())
+	}
+	slices.Sort(secs)
+	t.add(labels, colScaleFull, secs[1])
+	return nil
+}
+
+// fullList GETs every pod of ns as JSON in one response, without a limit,
+// and reads it to the end: the bytes read.
+func fullList(ctx context.Context, kube kubernetes.Interface, ns string) (int64, error) {
+	rc, err := kube.CoreV1().RESTClient().Get().Namespace(ns).Resource("pods").
+		SetHeader("Accept", "application/json").Stream(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer rc.Close()
+	return io.Copy(io.Discard, rc)
+}
+
+// scaleGoals judges issue 38's goals on the medians.
+func scaleGoals(s *Scenario, pods int) []Goal {
+	var goals []Goal
+	find := func(col, cache, fields, mode, start string) (float64, bool) {
+		return s.find(col, Label{"cache", cache}, Label{"managedFields", fields}, Label{"compression", mode}, Label{"start", start})
+	}
+	for _, fields := range []string{"stripped", "kept"} {
+		inf, ok1 := find(colScaleHeap, "informerd", fields, "cold", "cold")
+		cg, ok2 := find(colScaleHeap, "client-go informer", fields, "-", "cold")
+		if ok1 && ok2 {
+			goals = append(goals, Goal{Name: "heap per cached pod, managedFields " + fields + ", --cache-compression=cold", Target: "≤ 0.25× client-go's",
+				Measured: inf / cg, Met: inf <= 0.25*cg, Detail: fmt.Sprintf("%.0f vs %.0f bytes", inf, cg)})
+		}
+		heap, ok1 := find(colScaleHeap, "informerd", fields, "cold", "cold")
+		rss, ok2 := find(colScaleRSS, "informerd", fields, "cold", "cold")
+		if ok1 && ok2 {
+			goals = append(goals, Goal{Name: "steady RSS per pod / live heap per pod, managedFields " + fields, Target: "≤ 1.5×",
+				Measured: rss / heap, Met: rss <= 1.5*heap, Detail: fmt.Sprintf("%.0f vs %.0f bytes", rss, heap)})
+		}
+	}
+	api, ok1 := find(colScaleRSSMiB, "kube-apiserver", "kept", "-", "-")
+	inf, ok2 := find(colScaleRSSMiB, "informerd", "kept", "cold", "cold")
+	if ok1 && ok2 {
+		goals = append(goals, Goal{Name: fmt.Sprintf("informerd's RSS at %d pods (managedFields kept, cold) / kube-apiserver's", pods), Target: "< 1",
+			Measured: inf / api, Met: inf < api, Detail: fmt.Sprintf("%.0f vs %.0f MiB", inf, api)})
+	}
+	apiList, ok1 := find(colScaleFull, "kube-apiserver", "kept", "-", "-")
+	infList, ok2 := find(colScaleFull, "informerd", "kept", "cold", "cold")
+	if ok1 && ok2 {
+		goals = append(goals, Goal{Name: "full List from informerd's cache (managedFields kept, cold) / from kube-apiserver", Target: "< 1",
+			Measured: infList / apiList, Met: infList < apiList, Detail: fmt.Sprintf("%.2f vs %.2f s", infList, apiList)})
+	}
+	off, ok1 := find(colScaleListP99, "informerd", "stripped", "off", "cold")
+	cold, ok2 := find(colScaleListP99, "informerd", "stripped", "cold", "cold")
+	if ok1 && ok2 {
+		goals = append(goals, Goal{Name: "List by index p99, cold / off (managedFields stripped)", Target: "≤ 1.5×",
+			Measured: cold / off, Met: cold <= 1.5*off, Detail: fmt.Sprintf("%.2f vs %.2f ms", cold, off)})
+	}
+	return goals
+}
