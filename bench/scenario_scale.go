@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -27,7 +30,16 @@ const (
 	colScaleFull    = "full list s"
 	colScaleStored  = "stored bytes/pod"
 	colScaleJSON    = "JSON bytes/pod"
+
+	colCheckSecs     = "integrity check s"
+	colCheckCPU      = "integrity check informerd CPU-s"
+	colCheckRequests = "integrity check upstream requests"
+	colCheckMiB      = "integrity check upstream MiB"
 )
+
+// scaleCheckInterval is --consistency-check-interval for the informerd
+// whose integrity check the scale scenario measures.
+const scaleCheckInterval = 20 * time.Second
 
 // scaleCooled bounds the wait for a cold cache to be compressed: the
 // cooling loop compresses 256 objects per step, a few milliseconds apart.
@@ -47,7 +59,7 @@ func scale(ctx context.Context, b *bench) (Scenario, error) {
 		Title: fmt.Sprintf("Scale: %d pods", b.scalePods),
 		Plot:  colScaleHeap,
 		Columns: []string{colScaleHeap, colScaleRSS, colScaleStored, colScaleJSON, colScaleSync, colScaleListP50, colScaleListP99, colScaleFull,
-			colScaleHeapMiB, colScaleRSSMiB},
+			colScaleHeapMiB, colScaleRSSMiB, colCheckSecs, colCheckCPU, colCheckRequests, colCheckMiB},
 	}
 	t := newTable()
 	ns, empty := fmt.Sprintf("scale-%d", b.scalePods), "scale-empty"
@@ -106,6 +118,9 @@ func scale(ctx context.Context, b *bench) (Scenario, error) {
 			t.add(labels, colScaleHeapMiB, f.heap/(1<<20))
 			t.add(labels, colScaleRSSMiB, f.rss/(1<<20))
 		}
+		if err := b.scaleIntegrity(ctx, t, ns); err != nil {
+			return s, fmt.Errorf("integrity check: %w", err)
+		}
 		logf("run %d, scale of %d pods measured", run+1, b.scalePods)
 	}
 	s.Rows = t.rows()
@@ -116,7 +131,8 @@ func scale(ctx context.Context, b *bench) (Scenario, error) {
 		"Each run starts a fresh informerd per setting (--cache-compression off or cold; managedFields stripped or kept by the resource's transform) with an empty --state-dir: sync s (start=cold) is from the process's start to /readyz 200; it is stopped and started again on the same --state-dir: sync s (start=warm). heap and RSS are read once the cooling loop has compressed the cold cache (cold setting), after a settle; per pod, minus the same process on an empty namespace. stored bytes/pod is informerd_cache_object_bytes{form=\"stored\"} per object.",
 		fmt.Sprintf("list by index: %d sequential gRPC Lists of one node's pods (Limit 5000). full list s: the median of 3 GETs of the whole namespace as JSON (no limit) through informerd's Kubernetes API and kube-apiserver's, read to the end.", b.lists),
 		"kube-apiserver: its whole process's RSS holding every pod the run created (the other scenarios' too when they ran before; run -scenarios=scale alone for a clean reference), from its watch cache.",
-		"client-go informer: a SharedIndexInformer with the same transform, in a process of its own; sync s from its start to WaitForCacheSync.")
+		"client-go informer: a SharedIndexInformer with the same transform, in a process of its own; sync s from its start to WaitForCacheSync.",
+		fmt.Sprintf("integrity check (issue 36): an informerd (defaults: pages of 500, 50 ms apart) with --consistency-check-interval=%v checks its synced cache once; s is the check's own duration (/readyz tookSeconds), CPU-s informerd's CPU from its readiness to the check's end (the cooling loop's included), requests and MiB kube-apiserver's pod LISTs and their response bytes over the same time (apiserver_request_total, apiserver_response_sizes_sum).", scaleCheckInterval))
 	return s, nil
 }
 
@@ -283,4 +299,80 @@ func scaleGoals(s *Scenario, pods int) []Goal {
 			Measured: cold / off, Met: cold <= 1.5*off, Detail: fmt.Sprintf("%.2f vs %.2f ms", cold, off)})
 	}
 	return goals
+}
+
+// scaleIntegrity measures one integrity check of informerd's cache of ns:
+// its duration, informerd's CPU and kube-apiserver's LIST requests and
+// bytes while it ran.
+func (b *bench) scaleIntegrity(ctx context.Context, t *table, ns string) error {
+	pods := map[string]string{"resource": "pods", "verb": "LIST"}
+	before, err := b.cluster.apiMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	d, err := startInformerd(b.informerdBin, b.cluster, b.dir, podsConfig(ns), fmt.Sprintf("--consistency-check-interval=%v", scaleCheckInterval))
+	if err != nil {
+		return err
+	}
+	defer d.stop()
+	cpu0, err := cpuSeconds(d.pid)
+	if err != nil {
+		return err
+	}
+	var last struct {
+		Resources []struct {
+			Consistency *struct {
+				Last struct {
+					Result      string  `json:"result"`
+					TookSeconds float64 `json:"tookSeconds"`
+					Reason      string  `json:"reason"`
+				} `json:"last"`
+			} `json:"consistency"`
+		} `json:"resources"`
+	}
+	deadline := time.Now().Add(3*scaleCheckInterval + scaleCooled)
+	for {
+		if err := getJSON(ctx, strings.TrimSuffix(d.metricsURL, "/metrics")+"/readyz?format=json", &last); err != nil {
+			return err
+		}
+		if len(last.Resources) == 1 && last.Resources[0].Consistency != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no integrity check within %v of readiness", 3*scaleCheckInterval+scaleCooled)
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
+	cpu1, err := cpuSeconds(d.pid)
+	if err != nil {
+		return err
+	}
+	after, err := b.cluster.apiMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	c := last.Resources[0].Consistency.Last
+	if c.Result != "match" {
+		return fmt.Errorf("the check's result is %q (%s), want match", c.Result, c.Reason)
+	}
+	labels := []Label{{"cache", "informerd"}, {"managedFields", "kept"}, {"compression", "cold"}, {"start", "check"}}
+	t.add(labels, colCheckSecs, c.TookSeconds)
+	t.add(labels, colCheckCPU, cpu1-cpu0)
+	t.add(labels, colCheckRequests, after.sum("apiserver_request_total", pods)-before.sum("apiserver_request_total", pods))
+	t.add(labels, colCheckMiB, (after.sum("apiserver_response_sizes_sum", pods)-before.sum("apiserver_response_sizes_sum", pods))/(1<<20))
+	return nil
+}
+
+// getJSON GETs url and decodes its JSON body into v.
+func getJSON(ctx context.Context, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(v)
 }

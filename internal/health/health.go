@@ -119,6 +119,8 @@ type Check struct {
 	At              time.Time `json:"at"`
 	ResourceVersion string    `json:"resourceVersion,omitempty"`
 	Objects         int       `json:"objects"`
+	// TookSeconds is how long the check ran, its pages' pauses included.
+	TookSeconds float64 `json:"tookSeconds"`
 	// Differences counts the keys that differed; First names the first.
 	Differences int      `json:"differences,omitempty"`
 	First       []string `json:"first,omitempty"`
@@ -239,7 +241,7 @@ func report(caches Caches, now time.Time) Report {
 // check is an integrity check as a Report shows it.
 func check(r pipeline.CheckResult) Check {
 	return Check{
-		Result: r.Result, At: r.At, ResourceVersion: r.ResourceVersion, Objects: r.Objects,
+		Result: r.Result, At: r.At, ResourceVersion: r.ResourceVersion, Objects: r.Objects, TookSeconds: r.Took.Seconds(),
 		Differences: r.Differences, First: r.Diff, Reason: r.Reason,
 	}
 }
