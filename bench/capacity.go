@@ -224,6 +224,17 @@ func saveProfile(b *bench, run int, name, kind string, seconds int, get pprofGet
 // decoded, and their protobuf forms), which the watchers would otherwise
 // be charged with.
 func warm(ctx context.Context, cfg *rest.Config, ns string) error {
+	// Tried again for a while: the read may come as a server (informerd
+	// just restarted) still refuses some requests.
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if err = warmOnce(ctx, cfg, ns); err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+	}
+}
+
+func warmOnce(ctx context.Context, cfg *rest.Config, ns string) error {
 	cfg = rest.CopyConfig(cfg)
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON

@@ -71,7 +71,7 @@ func capacity(ctx context.Context, b *bench) (Scenario, error) {
 			return s, fmt.Errorf("gRPC, run %d: %w", run+1, err)
 		}
 		if err := c.kubeAPI(ctx, run); err != nil {
-			return s, fmt.Errorf("Kubernetes API, run %d: %w", run+1, err)
+			return s, fmt.Errorf("the Kubernetes API, run %d: %w", run+1, err)
 		}
 		got, err := c.apiServer(ctx, run, apiN)
 		if err != nil && apiN > capacityFallback {

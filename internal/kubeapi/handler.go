@@ -353,6 +353,28 @@ func (h *Handler) lookup(info *request.RequestInfo) (pipeline.Served, string) {
 	return nil, ""
 }
 
+// readVerb reports whether info is a read a cache could answer: a get,
+// list or watch of a resource, not of a subresource.
+func readVerb(info *request.RequestInfo) bool {
+	switch info.Verb {
+	case "get", "list", "watch":
+		return info.Subresource == ""
+	}
+	return false
+}
+
+// resolving returns the configured name of a cache that has not yet
+// resolved its resource through discovery the first time (it may be the
+// one a read asks for), or "" when every cache has.
+func (h *Handler) resolving() string {
+	for _, s := range h.opts.Caches.Served() {
+		if s.Resolved().GVR.Empty() && s.Status().Phase == pipeline.Resolving {
+			return s.Configured()
+		}
+	}
+	return ""
+}
+
 // isNamespacePath reports whether info is a request for one Namespace at
 // its own path, /api/v1/namespaces/NAME (or /api/v1/watch/namespaces/NAME),
 // which RequestInfo reads as namespace NAME, resource namespaces, name

@@ -22,17 +22,25 @@ import (
 	"github.com/informerd/informerd/internal/pipeline"
 )
 
-// ready checks that res's cache has synced; until then reads are refused
-// with a 503 and Retry-After, which client-go retries.
+// ready checks that res's cache has synced. Until then reads are refused
+// as kube-apiserver refuses them while its watch cache initializes
+// (KEP-4568: 429 "storage is (re)initializing" with Retry-After), which
+// client-go's REST client retries after the delay, and its Reflector
+// retries a watch on without listing again.
 func ready(w http.ResponseWriter, res pipeline.Served) bool {
 	select {
 	case <-res.Cache().HasSynced():
 		return true
 	default:
 	}
-	w.Header().Set("Retry-After", "1")
-	writeStatus(w, unavailable(fmt.Sprintf("informerd's cache of %s has not completed its first list from the API server yet; retry shortly", res.Name())))
+	initializing(w, fmt.Sprintf("storage is (re)initializing: informerd's cache of %s has not completed its first list from the API server", res.Name()))
 	return false
+}
+
+// initializing writes the 429 of a cache that is not ready yet.
+func initializing(w http.ResponseWriter, msg string) {
+	w.Header().Set("Retry-After", "1")
+	writeStatus(w, tooMany(msg))
 }
 
 // get answers a get from the cache.

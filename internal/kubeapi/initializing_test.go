@@ -1,0 +1,97 @@
+package kubeapi_test
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/informerd/informerd/internal/config"
+	"github.com/informerd/informerd/internal/kubeapi"
+	"github.com/informerd/informerd/internal/pipeline"
+)
+
+// TestReadsWaitWhileResolving: until a cache has looked its resource up in
+// discovery, informerd cannot tell whether a read is of that resource.
+// Such a read is not forwarded (it would reach the API server without the
+// caller's credentials: the 401 that made client-go informers relist after
+// a warm restart) but answered as kube-apiserver answers a read of a watch
+// cache that is initializing: 429 "storage is (re)initializing" with
+// Retry-After, which client-go retries, a watch without listing again.
+// Writes are forwarded as always.
+func TestReadsWaitWhileResolving(t *testing.T) {
+	var forwarded atomic.Int64
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		forwarded.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Success","code":200}`)
+	}))
+	defer api.Close()
+	c, err := config.Parse([]byte("resources: [{resource: configmaps}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := pipeline.NewSet(c, &rest.Config{Host: api.URL}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := kubeapi.New(kubeapi.Options{Caches: set, Upstream: &rest.Config{Host: api.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	for _, path := range []string{
+		"/api/v1/namespaces/a/configmaps",
+		"/api/v1/namespaces/a/configmaps/x",
+		"/api/v1/namespaces/a/configmaps?watch=true",
+		"/api/v1/watch/namespaces/a/configmaps",
+		"/apis/apps/v1/deployments", // may be what a cache still resolving serves
+	} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st metav1.Status
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" ||
+			st.Reason != metav1.StatusReasonTooManyRequests || st.Details == nil || st.Details.RetryAfterSeconds != 1 {
+			t.Errorf("GET %s while resolving: HTTP %d, Retry-After %q, %+v (%v); want 429 TooManyRequests, Retry-After 1",
+				path, resp.StatusCode, resp.Header.Get("Retry-After"), st, err)
+		}
+	}
+	if n := forwarded.Load(); n != 0 {
+		t.Errorf("%d reads forwarded to the API server while resolving, want none", n)
+	}
+
+	// A write, and a read of a subresource, are the API server's.
+	for _, r := range []struct{ method, path string }{
+		{http.MethodPost, "/api/v1/namespaces/a/configmaps"},
+		{http.MethodGet, "/api/v1/namespaces/a/pods/p/log"},
+	} {
+		req, err := http.NewRequest(r.method, srv.URL+r.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer token") // forwarded as the caller's
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s %s while resolving: HTTP %d, want the API server's 200", r.method, r.path, resp.StatusCode)
+		}
+	}
+	if n := forwarded.Load(); n != 2 {
+		t.Errorf("%d requests forwarded, want the write and the subresource read", n)
+	}
+}
