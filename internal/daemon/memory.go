@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"log/slog"
+	"math"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
@@ -100,7 +101,7 @@ type memoryReturner struct {
 	// lastStored at the last poll. Compressing cold objects
 	// (--cache-compression) frees their JSON after the list's return: once
 	// the stored bytes have fallen by compressedReturn and held for a
-	// poll, that memory is returned too.
+	// poll (within 1%), that memory is returned too.
 	storedAtReturn, lastStored int64
 }
 
@@ -151,7 +152,9 @@ func (m *memoryReturner) due(reports []pipeline.Report) string {
 			upstreamRVs[i] = parseRV(rv)
 		}
 	}
-	settled := stored == m.lastStored
+	// Settled: within 1% of the last poll, so that churn, which changes
+	// the stored bytes a little at every poll, does not defer the return.
+	settled := math.Abs(float64(stored-m.lastStored)) <= 0.01*float64(m.lastStored)
 	m.lastStored = stored
 	if m.returned && relists == m.relists {
 		fell := m.storedAtReturn - stored

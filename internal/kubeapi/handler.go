@@ -145,6 +145,9 @@ type Handler struct {
 	watches   atomic.Int64
 	// clock prints a Table's ages; nil is time.Now (tests set it).
 	clock func() time.Time
+	// built is when New built the handler: reads wait while a cache
+	// resolves its resource for resolvingGrace after it (resolving).
+	built time.Time
 
 	// stopping is closed by Stop: every watch ends.
 	stopping chan struct{}
@@ -202,7 +205,7 @@ func New(o Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{
+	h := &Handler{built: time.Now(),
 		opts: o,
 		infos: &request.RequestInfoFactory{
 			APIPrefixes:          sets.NewString("api", "apis"),
@@ -363,16 +366,25 @@ func readVerb(info *request.RequestInfo) bool {
 	return false
 }
 
-// resolving returns the configured name of a cache that has not yet
-// resolved its resource through discovery the first time (it may be the
-// one a read asks for), or "" when every cache has.
-func (h *Handler) resolving() string {
+// resolvingGrace bounds how long after start reads wait for the caches to
+// resolve their resources: discovery answers in milliseconds when the API
+// server is up, and a cache that cannot resolve for longer (its API group
+// unavailable) must not hold up reads of other resources.
+const resolvingGrace = 30 * time.Second
+
+// resolving reports whether, within resolvingGrace of start, a cache has
+// not yet resolved its resource through discovery: a read no cache claims
+// may then be of that resource.
+func (h *Handler) resolving() bool {
+	if time.Since(h.built) > resolvingGrace {
+		return false
+	}
 	for _, s := range h.opts.Caches.Served() {
 		if s.Resolved().GVR.Empty() && s.Status().Phase == pipeline.Resolving {
-			return s.Configured()
+			return true
 		}
 	}
-	return ""
+	return false
 }
 
 // isNamespacePath reports whether info is a request for one Namespace at

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -24,7 +25,8 @@ import (
 // a warm restart) but answered as kube-apiserver answers a read of a watch
 // cache that is initializing: 429 "storage is (re)initializing" with
 // Retry-After, which client-go retries, a watch without listing again.
-// Writes are forwarded as always.
+// Writes are forwarded as always, and reads again once the grace after
+// start has passed.
 func TestReadsWaitWhileResolving(t *testing.T) {
 	var forwarded atomic.Int64
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -93,5 +95,23 @@ func TestReadsWaitWhileResolving(t *testing.T) {
 	}
 	if n := forwarded.Load(); n != 2 {
 		t.Errorf("%d requests forwarded, want the write and the subresource read", n)
+	}
+
+	// A cache that cannot resolve for long (its API group unavailable)
+	// does not hold up the reads of other resources past the grace: they
+	// are the API server's again.
+	kubeapi.StartedAt(h, time.Now().Add(-time.Hour))
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/namespaces/a/secrets", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || forwarded.Load() != 3 {
+		t.Errorf("a read long after start, a cache still resolving: HTTP %d, %d forwarded; want the API server's 200", resp.StatusCode, forwarded.Load())
 	}
 }

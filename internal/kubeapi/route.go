@@ -2,7 +2,6 @@ package kubeapi
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -88,12 +87,12 @@ func (h *Handler) withRoute(self, fwd http.Handler) http.Handler {
 			// HEAD for resources (405), so it answers that.
 			if f.res, f.namespace = h.lookup(info); f.res != nil {
 				f.kind = kindCached
-			} else if name := h.resolving(); name != "" && readVerb(info) {
+			} else if readVerb(info) && h.resolving() {
 				// The read may be of a resource a cache is still looking
 				// up: forwarded, it would reach the API server without
 				// the caller's credentials. It waits as for a cache not
 				// synced yet.
-				initializing(w, fmt.Sprintf("storage is (re)initializing: informerd is still looking up %q in the API server's discovery", name))
+				initializing(w, "storage is (re)initializing: informerd is starting, and its caches are still looking their resources up in the API server's discovery")
 				return
 			}
 		}
