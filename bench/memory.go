@@ -19,6 +19,9 @@ type footprint struct {
 	rss float64
 	// heap is the Go heap live after a forced GC.
 	heap float64
+	// anon is RssAnon: the RSS of the process's own memory, without the
+	// pages of mapped files (a --state-dir's bbolt file), read with rss.
+	anon float64
 }
 
 // cacheProc is a process caching the pods of a namespace whose memory the
@@ -75,6 +78,11 @@ func (p *cacheProc) measure(ctx context.Context, peak bool) (footprint, error) {
 		return f, fmt.Errorf("%s's RSS: %w", p.name, err)
 	}
 	f.rss = float64(rss)
+	anon, err := procStatusBytes(p.pid, "RssAnon")
+	if err != nil {
+		return f, fmt.Errorf("%s's anonymous RSS: %w", p.name, err)
+	}
+	f.anon = float64(anon)
 	if peak {
 		hwm, err := peakRSSBytes(p.pid)
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 const (
 	colScaleHeap    = "heap bytes/pod"
 	colScaleRSS     = "RSS bytes/pod"
+	colScaleAnon    = "anonymous RSS bytes/pod"
 	colScaleRSSMiB  = "RSS MiB"
 	colScaleHeapMiB = "heap MiB"
 	colScaleSync    = "sync s"
@@ -58,7 +59,7 @@ func scale(ctx context.Context, b *bench) (Scenario, error) {
 		Name:  "scale",
 		Title: fmt.Sprintf("Scale: %d pods", b.scalePods),
 		Plot:  colScaleHeap,
-		Columns: []string{colScaleHeap, colScaleRSS, colScaleStored, colScaleJSON, colScaleSync, colScaleListP50, colScaleListP99, colScaleFull,
+		Columns: []string{colScaleHeap, colScaleRSS, colScaleAnon, colScaleStored, colScaleJSON, colScaleSync, colScaleListP50, colScaleListP99, colScaleFull,
 			colScaleHeapMiB, colScaleRSSMiB, colCheckSecs, colCheckCPU, colCheckRequests, colCheckMiB},
 	}
 	t := newTable()
@@ -115,6 +116,7 @@ func scale(ctx context.Context, b *bench) (Scenario, error) {
 			t.add(labels, colScaleSync, sync.Seconds())
 			t.add(labels, colScaleHeap, (f.heap-base[1].heap)/float64(b.scalePods))
 			t.add(labels, colScaleRSS, (f.rss-base[1].rss)/float64(b.scalePods))
+			t.add(labels, colScaleAnon, (f.anon-base[1].anon)/float64(b.scalePods))
 			t.add(labels, colScaleHeapMiB, f.heap/(1<<20))
 			t.add(labels, colScaleRSSMiB, f.rss/(1<<20))
 		}
@@ -128,7 +130,7 @@ func scale(ctx context.Context, b *bench) (Scenario, error) {
 	s.Notes = append(s.Notes,
 		fmt.Sprintf("%d pods over %d nodes loaded through kube-apiserver (create, then status update, 16 writers) in %v (%.0f pods/s); their JSON, managedFields included, is %.0f bytes per pod in kube-apiserver's list.",
 			b.scalePods, b.nodes, load.Round(time.Second), float64(b.scalePods)/load.Seconds(), jsonPod),
-		"Each run starts a fresh informerd per setting (--cache-compression off or cold; managedFields stripped or kept by the resource's transform) with an empty --state-dir: sync s (start=cold) is from the process's start to /readyz 200; it is stopped and started again on the same --state-dir: sync s (start=warm). heap and RSS are read once the cooling loop has compressed the cold cache (cold setting), after a settle; per pod, minus the same process on an empty namespace. stored bytes/pod is informerd_cache_object_bytes{form=\"stored\"} per object.",
+		"Each run starts a fresh informerd per setting (--cache-compression off or cold; managedFields stripped or kept by the resource's transform) with an empty --state-dir: sync s (start=cold) is from the process's start to /readyz 200; it is stopped and started again on the same --state-dir: sync s (start=warm). heap and RSS are read once the cooling loop has compressed the cold cache (cold setting), after a settle; per pod, minus the same process on an empty namespace. stored bytes/pod is informerd_cache_object_bytes{form=\"stored\"} per object. anonymous RSS is RssAnon: RSS without mapped files' pages, since --state-dir's bbolt file is mapped into informerd and its pages, the kernel's to evict, count in RSS.",
 		fmt.Sprintf("list by index: %d sequential gRPC Lists of one node's pods (Limit 5000). full list s: the median of 3 GETs of the whole namespace as JSON (no limit) through informerd's Kubernetes API and kube-apiserver's, read to the end.", b.lists),
 		"kube-apiserver: its whole process's RSS holding every pod the run created (the other scenarios' too when they ran before; run -scenarios=scale alone for a clean reference), from its watch cache.",
 		"client-go informer: a SharedIndexInformer with the same transform, in a process of its own; sync s from its start to WaitForCacheSync.",
@@ -182,6 +184,10 @@ func (b *bench) scaleMeasure(ctx context.Context, t *table, labels []Label, d *d
 		return err
 	}
 	n := float64(b.scalePods)
+	// --state-dir's file is mapped into the process (bbolt): its pages
+	// count in RSS but are the kernel's to evict. Anonymous RSS (anon) is
+	// the process's own memory.
+	t.add(labels, colScaleAnon, (f.anon-base.anon)/n)
 	t.add(labels, colScaleHeap, (f.heap-base.heap)/n)
 	t.add(labels, colScaleRSS, (f.rss-base.rss)/n)
 	t.add(labels, colScaleHeapMiB, f.heap/(1<<20))
@@ -274,9 +280,9 @@ func scaleGoals(s *Scenario, pods int) []Goal {
 				Measured: inf / cg, Met: inf <= 0.25*cg, Detail: fmt.Sprintf("%.0f vs %.0f bytes", inf, cg)})
 		}
 		heap, ok1 := find(colScaleHeap, "informerd", fields, "cold", "cold")
-		rss, ok2 := find(colScaleRSS, "informerd", fields, "cold", "cold")
+		rss, ok2 := find(colScaleAnon, "informerd", fields, "cold", "cold")
 		if ok1 && ok2 {
-			goals = append(goals, Goal{Name: "steady RSS per pod / live heap per pod, managedFields " + fields, Target: "≤ 1.5×",
+			goals = append(goals, Goal{Name: "steady anonymous RSS per pod / live heap per pod, managedFields " + fields + " (the state file's mapped pages left out)", Target: "≤ 1.5×",
 				Measured: rss / heap, Met: rss <= 1.5*heap, Detail: fmt.Sprintf("%.0f vs %.0f bytes", rss, heap)})
 		}
 	}

@@ -509,7 +509,13 @@ func TestStatus(t *testing.T) {
 		if !rep.Ready || r.ResourceVersion == "" || r.StalenessSeconds == nil || r.Upstream == nil || r.Upstream.Relists < 1 {
 			t.Errorf("status %+v, want ready, a resourceVersion, a staleness and a relist", rep)
 		}
-		want := health.Resource{Name: "configmaps", Resource: "configmaps", Phase: "Synced", Synced: true, Objects: 3}
+		// Three configmaps, under --cache-compression-min-objects: hot.
+		json := r.Memory.JSONBytes
+		if json <= 0 {
+			t.Errorf("memory %+v, want the configmaps' JSON bytes", r.Memory)
+		}
+		want := health.Resource{Name: "configmaps", Resource: "configmaps", Phase: "Synced", Synced: true, Objects: 3,
+			Memory: health.Memory{Compression: "cold", JSONBytes: json, StoredBytes: json, StoredPerObject: json / 3, Hot: 3}}
 		if diff := cmp.Diff(want, r.Resource, cmpopts.IgnoreFields(health.Resource{}, "ResourceVersion", "StalenessSeconds", "Upstream")); diff != "" {
 			t.Errorf("configmaps (-want +got):\n%s", diff)
 		}
