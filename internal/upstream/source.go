@@ -61,7 +61,9 @@ func (s *Source) Resolve(ctx context.Context, name string) (pipeline.Resolved, e
 		if r.GetName() == name || (r.GetGroup() != "" && name == plural(r)+"."+r.GetVersion()+"."+r.GetGroup()) {
 			if r.GetKind() == "" || r.GetVersion() == "" {
 				// The upstream has not resolved it yet (it has just
-				// started): its scope and kind are unknown.
+				// started): its scope and kind are unknown. The list is
+				// read again at the next call, which may find it resolved.
+				s.Reset()
 				return pipeline.Resolved{}, fmt.Errorf("the upstream informerd at %s has not resolved %q yet; retrying", s.addr, name)
 			}
 			return pipeline.Resolved{
