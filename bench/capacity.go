@@ -162,19 +162,7 @@ type pprofGet func(kind string, seconds int) (io.ReadCloser, error)
 
 // pprof is informerd's pprofGet.
 func (d *capacityDaemon) pprof(kind string, seconds int) (io.ReadCloser, error) {
-	url := "http://" + d.MetricsAddr + "/debug/pprof/" + kind
-	if seconds > 0 {
-		url += "?seconds=" + strconv.Itoa(seconds)
-	}
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("GET /debug/pprof/%s: %s", kind, resp.Status)
-	}
-	return resp.Body, nil
+	return pprofHTTP("http://"+d.MetricsAddr+"/metrics")(kind, seconds)
 }
 
 // apiPprof is kube-apiserver's pprofGet.

@@ -607,10 +607,15 @@ func stackMatches(sm *profile.Sample, prefixes []string) bool {
 
 // pprofHTTP fetches a profile of a Go process over so many seconds from
 // its /debug/pprof: kind "profile" (CPU) or "allocs" (the allocations in
-// that time).
+// that time); with seconds 0, the profile as it stands ("heap": in use as
+// of the last garbage collection).
 func pprofHTTP(metricsURL string) func(kind string, seconds int) (io.ReadCloser, error) {
 	return func(kind string, seconds int) (io.ReadCloser, error) {
-		resp, err := http.Get(strings.TrimSuffix(metricsURL, "/metrics") + fmt.Sprintf("/debug/pprof/%s?seconds=%d", kind, seconds))
+		url := strings.TrimSuffix(metricsURL, "/metrics") + "/debug/pprof/" + kind
+		if seconds > 0 {
+			url += "?seconds=" + strconv.Itoa(seconds)
+		}
+		resp, err := http.Get(url)
 		if err != nil {
 			return nil, err
 		}
