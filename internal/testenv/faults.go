@@ -110,12 +110,42 @@ func (e *Env) KubeConfigVia(addr string) ([]byte, error) {
 // RestartEtcd stops etcd (SIGTERM) and starts it again on the same port
 // with the same data; kube-apiserver reconnects by itself.
 func (e *Env) RestartEtcd() error {
+	return e.whileEtcdStopped("restart", func(string) error { return nil })
+}
+
+// BackupEtcd stops etcd, copies its data directory into dir (which must not
+// exist yet), and starts it again: a backup an operator could restore with
+// RestoreEtcd. Call it while kube-apiserver is down (inside KillAPIServer),
+// as a real backup and restore of etcd's files is done.
+func (e *Env) BackupEtcd(dir string) error {
+	return e.whileEtcdStopped("back up", func(data string) error { return os.CopyFS(dir, os.DirFS(data)) })
+}
+
+// RestoreEtcd stops etcd, replaces its data with the backup in dir, and
+// starts it again: etcd's history moves back to the backup's revision, its
+// cluster (and so the kube-system namespace's uid) stays the same. Call it
+// while kube-apiserver is down (inside KillAPIServer).
+func (e *Env) RestoreEtcd(dir string) error {
+	return e.whileEtcdStopped("restore", func(data string) error {
+		if err := os.RemoveAll(data); err != nil {
+			return err
+		}
+		return os.CopyFS(data, os.DirFS(dir))
+	})
+}
+
+// whileEtcdStopped stops etcd, runs f on its data directory, and starts
+// etcd again on the same port.
+func (e *Env) whileEtcdStopped(what string, f func(dataDir string) error) error {
 	etcd := e.env.ControlPlane.Etcd
 	if err := etcd.Stop(); err != nil {
-		return fmt.Errorf("testenv: stop etcd: %w", err)
+		return fmt.Errorf("testenv: stop etcd to %s it: %w", what, err)
+	}
+	if err := f(etcd.DataDir); err != nil {
+		return fmt.Errorf("testenv: %s etcd: %w", what, err)
 	}
 	if err := etcd.Start(); err != nil {
-		return fmt.Errorf("testenv: start etcd again: %w", err)
+		return fmt.Errorf("testenv: start etcd after the %s: %w", what, err)
 	}
 	return nil
 }
