@@ -66,18 +66,27 @@ func podsOnNode(i, pods, nodes int) int {
 	return pods / nodes
 }
 
+// loadWriters is how many writers load pods at once.
+const loadWriters = 16
+
 // loadPods creates count realistic pods (benchdata.Pod: labels, owner, two
 // containers, a running status written by a second field manager) in ns,
-// spread over nodes, with 16 writers; it logs progress.
+// spread over nodes, with loadWriters writers; it logs progress.
 func (c *cluster) loadPods(ctx context.Context, ns string, count, nodes int) error {
 	if _, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
+	// Protobuf, as kube-controller-manager and the kubelet write: it costs
+	// kube-apiserver less to decode than JSON, and loading is bound by
+	// kube-apiserver's and etcd's CPU.
+	pc := rest.CopyConfig(c.config)
+	pc.ContentType = "application/vnd.kubernetes.protobuf"
+	pods := kubernetes.NewForConfigOrDie(pc).CoreV1().Pods(ns)
 	var next, done atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
+	errs := make(chan error, loadWriters)
 	start := time.Now()
-	for range 16 {
+	for range loadWriters {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
@@ -88,10 +97,10 @@ func (c *cluster) loadPods(ctx context.Context, ns string, count, nodes int) err
 				p.Namespace, p.UID, p.ResourceVersion, p.ManagedFields = ns, "", "", nil
 				p.Spec.NodeName = nodeName(i, nodes)
 				status := p.Status
-				created, err := c.kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{FieldManager: "kube-controller-manager"})
+				created, err := pods.Create(ctx, p, metav1.CreateOptions{FieldManager: "kube-controller-manager"})
 				if err == nil {
 					created.Status = status
-					_, err = c.kube.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: "kubelet"})
+					_, err = pods.UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: "kubelet"})
 				}
 				if err != nil {
 					errs <- fmt.Errorf("load pod %d: %w", i, err)

@@ -128,8 +128,8 @@ func scale(ctx context.Context, b *bench) (Scenario, error) {
 	s.Rows = t.rows()
 	s.Goals = scaleGoals(&s, b.scalePods)
 	s.Notes = append(s.Notes,
-		fmt.Sprintf("%d pods over %d nodes loaded through kube-apiserver (create, then status update, 16 writers) in %v (%.0f pods/s); their JSON, managedFields included, is %.0f bytes per pod in kube-apiserver's list.",
-			b.scalePods, b.nodes, load.Round(time.Second), float64(b.scalePods)/load.Seconds(), jsonPod),
+		fmt.Sprintf("%d pods over %d nodes loaded through kube-apiserver (create, then status update, in protobuf, %d writers) in %v (%.0f pods/s); their JSON, managedFields included, is %.0f bytes per pod in kube-apiserver's list.",
+			b.scalePods, b.nodes, loadWriters, load.Round(time.Second), float64(b.scalePods)/load.Seconds(), jsonPod),
 		"Each run starts a fresh informerd per setting (--cache-compression off or cold; managedFields stripped or kept by the resource's transform) with an empty --state-dir: sync s (start=cold) is from the process's start to /readyz 200; it is stopped and started again on the same --state-dir: sync s (start=warm). heap and RSS are read once the cooling loop has compressed the cold cache (cold setting), after a settle; per pod, minus the same process on an empty namespace. stored bytes/pod is informerd_cache_object_bytes{form=\"stored\"} per object. anonymous RSS is RssAnon: RSS without mapped files' pages, since --state-dir's bbolt file is mapped into informerd and its pages, the kernel's to evict, count in RSS.",
 		fmt.Sprintf("list by index: %d sequential gRPC Lists of one node's pods (Limit 5000). full list s: the median of 3 GETs of the whole namespace as JSON (no limit) through informerd's Kubernetes API and kube-apiserver's, read to the end.", b.lists),
 		"kube-apiserver: its whole process's RSS holding every pod the run created (the other scenarios' too when they ran before; run -scenarios=scale alone for a clean reference), from its watch cache.",

@@ -13,8 +13,10 @@ package chaos_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -62,6 +64,13 @@ type suite struct {
 	// replicas; recovery is what it found.
 	rootKills int
 	recovery  error
+
+	// compressed is replica 0's client: that replica compresses its cold
+	// objects (--cache-compression-min-objects=1), and its List is
+	// compared, contents included, with the API server after every fault.
+	compressed pb.CacheServiceClient
+	// coldSeen is the most cold objects replica 0 was seen to hold.
+	coldSeen float64
 }
 
 // busiest returns the replica with the most clients, and how many.
@@ -278,17 +287,36 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Objects no fault's writes touch: on replica 0 they leave the
+	// history window and are compressed, so every List, relist, state
+	// write and restore of it reads cold objects.
+	for i := range staticObjects {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("static-%d", i), Labels: map[string]string{"part": partOf(i)}},
+			Data: map[string]string{"n": strconv.Itoa(i), "text": strings.Repeat("static object of the chaos suite ", 1+i%5)}}
+		if _, err := s.kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	dir := t.TempDir()
 	bin, err := testenv.BuildInformerd(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	config := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(config, []byte(rootConfig(ns)), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	var clientsOf []pb.CacheServiceClient
 	for i := range 2 {
+		// Replica 0 compresses: a short history window (objects leave it
+		// 45 s after their last change) and no least size. Replica 1 keeps
+		// the defaults: its cache is under the least size, so nothing of
+		// it is compressed.
+		cfg, compress := rootConfig(ns), "--cache-compression-min-objects=256"
+		if i == 0 {
+			cfg, compress = cfg+"history: {maxAge: 45s}\n", "--cache-compression-min-objects=1"
+		}
+		config := filepath.Join(dir, fmt.Sprintf("config-%d.yaml", i))
+		if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		p, err := testenv.NewProxy(env.Config)
 		if err != nil {
 			t.Fatal(err)
@@ -307,7 +335,8 @@ func TestChaos(t *testing.T) {
 			"--keepalive-time=2s", "--keepalive-timeout=2s",
 			// Integrity checks all the time: after any fault, each must
 			// find the cache equal to the API server, or skip.
-			"--consistency-check-interval=3s", "--consistency-check-page-size=7", "--consistency-check-page-interval=0")
+			"--consistency-check-interval=3s", "--consistency-check-page-size=7", "--consistency-check-page-interval=0",
+			"--cache-compression=cold", compress)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -321,6 +350,7 @@ func TestChaos(t *testing.T) {
 		clientsOf = append(clientsOf, pb.NewCacheServiceClient(conn))
 	}
 	s.bin, s.dir, s.kubeconfig = bin, dir, filepath.Join(dir, "kubeconfig-0")
+	s.compressed = clientsOf[0]
 	// make test runs each fault once: fewer kills in a row there.
 	s.rootKills = envInt("CHAOS_ROOT_KILLS", 10)
 	if duration == 0 {
@@ -380,7 +410,11 @@ func TestChaos(t *testing.T) {
 				t.Errorf("fault %q: replica %d: %g integrity checks found its cache different from the API server", f.name, i, n)
 			}
 			checksMatched = max(checksMatched, scrapeSeries(url, "informerd_cache_consistency_checks_total", `result="match"`))
+			if n := scrapeSeries(url, "informerd_cache_damaged_objects_total", ""); n > 0 {
+				t.Errorf("fault %q: replica %d: %g reads found a cold object damaged", f.name, i, n)
+			}
 		}
+		s.coldSeen = max(s.coldSeen, scrapeSeries("http://"+s.replicas[0].MetricsAddr+"/metrics", "informerd_cache_stored_objects", `state="cold"`))
 	}
 	if duration == 0 {
 		for _, f := range faults {
@@ -396,6 +430,10 @@ func TestChaos(t *testing.T) {
 		t.Error("no integrity check of a replica's cache ever matched: the checks prove nothing")
 	}
 	s.logf("integrity checks: up to %g matched on a replica between two restarts, none found a difference", checksMatched)
+	if s.coldSeen == 0 {
+		t.Error("replica 0 never held a compressed object: the suite did not exercise --cache-compression")
+	}
+	s.logf("compression: replica 0 held up to %g cold objects; its List equalled the API server's objects, contents included, after every fault", s.coldSeen)
 
 	// Clients leave: goroutines and heap come back near where they began.
 	stopClients()
@@ -523,7 +561,50 @@ func (s *suite) check() time.Time {
 			s.t.Fatalf("%d violations, first: %s", len(v), v[0])
 		}
 	}
+	s.checkContents(list.Items, rv[""])
 	return at
+}
+
+// staticObjects is how many configmaps the suite creates once and never
+// writes again.
+const staticObjects = 60
+
+// checkContents lists the namespace from replica 0, whose cold objects are
+// compressed, and compares every object with the API server's, contents
+// included: a List decompresses each cold object.
+func (s *suite) checkContents(want []corev1.ConfigMap, rv uint64) {
+	s.t.Helper()
+	var diff string
+	ok := testenv.Poll(time.Minute, func() bool {
+		resp, err := s.compressed.List(context.Background(), &pb.ListRequest{Resource: "configmaps", Selector: &pb.Selector{Namespace: s.ns}, MinResourceVersion: strconv.FormatUint(rv, 10)})
+		if err != nil {
+			diff = err.Error()
+			return false
+		}
+		got := map[string]corev1.ConfigMap{}
+		for _, o := range resp.GetObjects() {
+			var cm corev1.ConfigMap
+			if err := json.Unmarshal(o.GetJson(), &cm); err != nil {
+				s.t.Fatalf("replica 0 served %s/%s as undecodable JSON: %v", o.GetNamespace(), o.GetName(), err)
+			}
+			got[cm.Name] = cm
+		}
+		if len(got) != len(want) {
+			diff = fmt.Sprintf("%d objects, the API server has %d", len(got), len(want))
+			return false
+		}
+		for _, w := range want {
+			g := got[w.Name]
+			if g.ResourceVersion != w.ResourceVersion || g.UID != w.UID || !maps.Equal(g.Data, w.Data) || !maps.Equal(g.Labels, w.Labels) {
+				diff = fmt.Sprintf("%s: replica 0 has %+v, the API server %+v", w.Name, g.ObjectMeta, w.ObjectMeta)
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		s.t.Fatalf("replica 0's List (cold objects decompressed) differs from the API server: %s", diff)
+	}
 }
 
 func compare(got, want map[string]uint64) string {
