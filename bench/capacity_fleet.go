@@ -24,10 +24,10 @@ type fleetStats struct {
 	Errors   int64 `json:"errors"`
 	Resumed  int   `json:"resumed"`
 	Relisted int   `json:"relisted"`
-	// RefusedBy counts the refused requests by status code; Refusal is
-	// the first one's request and answer.
-	RefusedBy map[int]int64 `json:"refusedBy,omitempty"`
-	Refusal   string        `json:"refusal,omitempty"`
+	// RefusedBy counts the refused requests by status code; Refusals
+	// holds the first request of each code with its answer.
+	RefusedBy map[int]int64  `json:"refusedBy,omitempty"`
+	Refusals  map[int]string `json:"refusals,omitempty"`
 }
 
 func (s *fleetStats) add(o fleetStats) {
@@ -45,8 +45,13 @@ func (s *fleetStats) add(o fleetStats) {
 		}
 		s.RefusedBy[code] += n
 	}
-	if s.Refusal == "" {
-		s.Refusal = o.Refusal
+	for code, r := range o.Refusals {
+		if s.Refusals == nil {
+			s.Refusals = map[int]string{}
+		}
+		if _, ok := s.Refusals[code]; !ok {
+			s.Refusals[code] = r
+		}
 	}
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -303,8 +305,8 @@ func (c *capacityCase) kubeAPI(ctx context.Context, run int) error {
 	c.t.add(labels, capNoResponse, float64(st.Failed))
 	logf("run %d, Kubernetes API: %d of %d informers resumed %.2f s after informerd's restart began (%d relisted; %d requests refused %v, %d without a response, %d watch errors; %d events told, %d written while it was down due)",
 		run+1, st.Resumed, n, took.Seconds(), st.Relisted, st.Refused, st.RefusedBy, st.Failed, st.Errors, st.Received, due)
-	if st.Refusal != "" {
-		logf("run %d, Kubernetes API: the first refusal after the restart: %s", run+1, st.Refusal)
+	for _, code := range slices.Sorted(maps.Keys(st.Refusals)) {
+		logf("run %d, Kubernetes API: the first %d after the restart: %s", run+1, code, st.Refusals[code])
 	}
 	return nil
 }

@@ -54,10 +54,11 @@ type Stats struct {
 	Errors   int64 `json:"errors"`   // calls of client-go's watch error handler
 	Resumed  int   `json:"resumed"`
 	Relisted int   `json:"relisted"`
-	// RefusedBy counts the refused requests by status code, and Refusal
-	// is the body of the first (a Status, which says why).
-	RefusedBy map[int]int64 `json:"refusedBy,omitempty"`
-	Refusal   string        `json:"refusal,omitempty"`
+	// RefusedBy counts the refused requests by status code, and Refusals
+	// holds the first of each code with its body (a Status, which says
+	// why).
+	RefusedBy map[int]int64  `json:"refusedBy,omitempty"`
+	Refusals  map[int]string `json:"refusals,omitempty"`
 }
 
 // fleet is the informers' shared record. Its methods are called from the
@@ -100,16 +101,16 @@ func (f *fleet) request(i int, r *http.Request, resp *http.Response, err error) 
 	case resp.StatusCode != http.StatusOK:
 		f.stats.Refused++
 		if f.stats.RefusedBy == nil {
-			f.stats.RefusedBy = map[int]int64{}
+			f.stats.RefusedBy, f.stats.Refusals = map[int]int64{}, map[int]string{}
 		}
 		f.stats.RefusedBy[resp.StatusCode]++
-		if f.stats.Refusal == "" {
+		if _, ok := f.stats.Refusals[resp.StatusCode]; !ok {
 			// Read the Status the client is about to read, and give it a
 			// copy.
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 			resp.Body.Close()
 			resp.Body = io.NopCloser(bytes.NewReader(body))
-			f.stats.Refusal = fmt.Sprintf("%s %s: %d %s", r.Method, r.URL.RequestURI(), resp.StatusCode, body)
+			f.stats.Refusals[resp.StatusCode] = fmt.Sprintf("%s %s: %d %s", r.Method, r.URL.RequestURI(), resp.StatusCode, body)
 		}
 	case list:
 		f.stats.Lists++

@@ -286,7 +286,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.out = out
-	if !ready(rec, res) {
+	if !ready(rec, r, res) {
 		return
 	}
 	switch f.info.Verb {
@@ -385,6 +385,26 @@ func (h *Handler) resolving() bool {
 		}
 	}
 	return false
+}
+
+// awaitResolved looks info's resource up again until a cache claims it or
+// none is resolving any more (resolving), for at most initializingWait.
+// resolving() waits for a cache that is restoring its state, so a cache
+// may claim the resource by the time it returns: the lookup after it
+// sees that.
+func (h *Handler) awaitResolved(r *http.Request, info *request.RequestInfo) (pipeline.Served, string) {
+	deadline := time.Now().Add(initializingWait)
+	for {
+		busy := h.resolving()
+		if res, ns := h.lookup(info); res != nil || !busy || time.Now().After(deadline) {
+			return res, ns
+		}
+		select {
+		case <-r.Context().Done():
+			return nil, ""
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // isNamespacePath reports whether info is a request for one Namespace at

@@ -27,15 +27,26 @@ import (
 // (KEP-4568: 429 "storage is (re)initializing" with Retry-After), which
 // client-go's REST client retries after the delay, and its Reflector
 // retries a watch on without listing again.
-func ready(w http.ResponseWriter, res pipeline.Served) bool {
+//
+// A read first waits up to initializingWait for the cache: a restart under
+// thousands of informers (a state restoring) is then over before most of
+// them would have been told to come back.
+func ready(w http.ResponseWriter, r *http.Request, res pipeline.Served) bool {
+	t := time.NewTimer(initializingWait)
+	defer t.Stop()
 	select {
 	case <-res.Cache().HasSynced():
 		return true
-	default:
+	case <-t.C:
+	case <-r.Context().Done():
 	}
 	initializing(w, fmt.Sprintf("storage is (re)initializing: informerd's cache of %s has not completed its first list from the API server", res.Name()))
 	return false
 }
+
+// initializingWait bounds how long a read waits for a cache that is not
+// ready, before the 429 that sends it back for later.
+const initializingWait = 2 * time.Second
 
 // initializing writes the 429 of a cache that is not ready yet.
 func initializing(w http.ResponseWriter, msg string) {

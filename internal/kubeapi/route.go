@@ -85,15 +85,19 @@ func (h *Handler) withRoute(self, fwd http.Handler) http.Handler {
 		case info.IsResourceRequest && r.Method == http.MethodGet:
 			// RequestInfo reads HEAD as get; the API server routes no
 			// HEAD for resources (405), so it answers that.
-			if f.res, f.namespace = h.lookup(info); f.res != nil {
-				f.kind = kindCached
-			} else if readVerb(info) && h.resolving() {
+			f.res, f.namespace = h.lookup(info)
+			if f.res == nil && readVerb(info) {
 				// The read may be of a resource a cache is still looking
-				// up: forwarded, it would reach the API server without
-				// the caller's credentials. It waits as for a cache not
-				// synced yet.
-				initializing(w, "storage is (re)initializing: informerd is starting, and its caches are still looking their resources up in the API server's discovery")
-				return
+				// up: forwarded, it would reach the API server without the
+				// caller's credentials. It waits as for a cache not synced
+				// yet.
+				if f.res, f.namespace = h.awaitResolved(r, info); f.res == nil && h.resolving() {
+					initializing(w, "storage is (re)initializing: informerd is starting, and its caches are still looking their resources up in the API server's discovery")
+					return
+				}
+			}
+			if f.res != nil {
+				f.kind = kindCached
 			}
 		}
 		ctx := request.WithRequestInfo(withFacts(r.Context(), f), info)

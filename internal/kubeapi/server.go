@@ -1,8 +1,11 @@
 package kubeapi
 
 import (
+	"fmt"
 	"net/http"
 	"time"
+
+	"golang.org/x/net/http2"
 )
 
 // HTTP/2 settings of the Kubernetes API's server, from the API server's
@@ -31,6 +34,14 @@ const (
 // HTTP/1.1, and HTTP/2 over TLS (a listener that offers h2 by ALPN, as
 // internal/transport's does) with the settings above. A plaintext listener
 // that also speaks HTTP/2 without TLS sets Protocols itself.
+//
+// HTTP/2 is golang.org/x/net/http2's server, as the API server's, for one
+// setting net/http's bundled copy does not expose: the write scheduler.
+// The default (round robin) visits every open stream of a connection for
+// each frame it writes, idle ones included; with thousands of watches on a
+// connection that was a third of informerd's CPU and hundreds of
+// milliseconds of delay at 10,000 informers (docs/benchmarks/capacity.md).
+// The random scheduler holds only the streams that have frames to send.
 func (h *Handler) Server() *http.Server {
 	srv := &http.Server{
 		Handler:           h,
@@ -46,5 +57,17 @@ func (h *Handler) Server() *http.Server {
 	}
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetHTTP2(true)
+	h2 := &http2.Server{
+		MaxConcurrentStreams:         uint32(srv.HTTP2.MaxConcurrentStreams),
+		MaxReadFrameSize:             uint32(srv.HTTP2.MaxReadFrameSize),
+		MaxUploadBufferPerStream:     int32(srv.HTTP2.MaxReceiveBufferPerStream),
+		MaxUploadBufferPerConnection: int32(srv.HTTP2.MaxReceiveBufferPerConnection),
+		IdleTimeout:                  idleTimeout,
+		NewWriteScheduler:            http2.NewRandomWriteScheduler,
+	}
+	if err := http2.ConfigureServer(srv, h2); err != nil {
+		// Only a TLSConfig with bad cipher suites fails; srv has none.
+		panic(fmt.Sprintf("kubeapi: configure HTTP/2: %v", err))
+	}
 	return srv
 }

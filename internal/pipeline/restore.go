@@ -34,19 +34,27 @@ func (p *Pipeline) restore() (Resolved, string) {
 		p.log.Info("no saved state; starting cold", "stateDir", p.state.Path())
 		return Resolved{}, ""
 	}
-	if err := p.index.Restore(l.Cache); err != nil {
-		// Load checked what Restore does; this is a bug, not bad data.
-		p.log.Error("the saved state could not be restored; starting cold", "err", err)
-		_ = p.state.Discard(err.Error())
-		return Resolved{}, ""
-	}
 	res := Resolved{
 		GVR:        schema.GroupVersionResource{Group: l.Resolved.Group, Version: l.Resolved.Version, Resource: l.Resolved.Resource},
 		Kind:       l.Resolved.Kind,
 		Namespaced: l.Resolved.Namespaced,
 	}
+	// Resolved before the cache fills: a read that finds the resource now
+	// waits for the cache (not synced until Restore returns), where one
+	// that did not would be forwarded without the caller's credentials.
 	p.mu.Lock()
 	p.resolved = res
+	p.mu.Unlock()
+	if err := p.index.Restore(l.Cache); err != nil {
+		// Load checked what Restore does; this is a bug, not bad data.
+		p.log.Error("the saved state could not be restored; starting cold", "err", err)
+		_ = p.state.Discard(err.Error())
+		p.mu.Lock()
+		p.resolved = Resolved{}
+		p.mu.Unlock()
+		return Resolved{}, ""
+	}
+	p.mu.Lock()
 	p.restoredFrom = l.SavedAt
 	p.mu.Unlock()
 	p.log.Info("restored the cache from the saved state; serving it while the watch resumes",
