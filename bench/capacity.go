@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -72,6 +74,33 @@ func startCapacityDaemon(b *bench, ns string) (*capacityDaemon, error) {
 }
 
 func (d *capacityDaemon) metricsURL() string { return "http://" + d.MetricsAddr + "/metrics" }
+
+// settled waits until informerd's cooling loop is done with its synced
+// cache (--cache-compression): most objects compressed, or the compressed
+// count still for 5 s (compression off, or a cache under its least size).
+// The per-watcher heap is a difference of two readings: compression going
+// on between them would be charged to the watchers, as less than nothing.
+func (d *capacityDaemon) settled(ctx context.Context, objects int) error {
+	deadline := time.Now().Add(scaleCooled)
+	last, still := -1.0, time.Now()
+	for {
+		s, err := scrape(ctx, d.metricsURL())
+		if err != nil {
+			return err
+		}
+		cold := s.sum("informerd_cache_stored_objects", map[string]string{"state": "cold"})
+		if cold != last {
+			last, still = cold, time.Now()
+		}
+		switch {
+		case cold >= 0.9*float64(objects), time.Since(still) >= 5*time.Second:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("informerd's cache not settled %v after start: %.0f of %d objects compressed, and rising", scaleCooled, cold, objects)
+		}
+		sleep(ctx, 500*time.Millisecond)
+	}
+}
 
 // serverFootprint is a server process's memory and goroutines at one moment.
 type serverFootprint struct {
@@ -248,4 +277,54 @@ func warmOnce(ctx context.Context, cfg *rest.Config, ns string) error {
 		}
 	}
 	return fmt.Errorf("warm-up watch: ended before its initial events did: %w", ctx.Err())
+}
+
+// ownDelay scrapes informerd's delivery delay histogram
+// (informerd_watch_delivery_delay_seconds: from the cache to the watch
+// stream) now, and returns what gives the p99 in ms of the observations
+// made until it is called; -1 when either scrape fails or none was made.
+// It is interpolated within the histogram's buckets (factor 4 apart), as
+// Prometheus' histogram_quantile does, so it is coarse: it tells the
+// delay informerd adds from the delay the machine and the clients add.
+func ownDelay(ctx context.Context, metricsURL string) func() float64 {
+	const name = "informerd_watch_delivery_delay_seconds_bucket"
+	before, err := scrape(ctx, metricsURL)
+	return func() float64 {
+		after, err2 := scrape(ctx, metricsURL)
+		if err != nil || err2 != nil {
+			return -1
+		}
+		b, a := before.buckets(name), after.buckets(name)
+		var bounds []float64
+		for le := range a {
+			bounds = append(bounds, le)
+		}
+		slices.Sort(bounds)
+		counts := make([]float64, len(bounds))
+		for i, le := range bounds {
+			counts[i] = a[le] - b[le]
+		}
+		return 1000 * bucketQuantile(0.99, bounds, counts)
+	}
+}
+
+// bucketQuantile is the q quantile of cumulative bucket counts by upper
+// bound (the last +Inf), interpolated linearly within its bucket; -1 when
+// there is no observation.
+func bucketQuantile(q float64, bounds, counts []float64) float64 {
+	if len(counts) == 0 || counts[len(counts)-1] == 0 {
+		return -1
+	}
+	rank := q * counts[len(counts)-1]
+	lower, below := 0.0, 0.0
+	for i, c := range counts {
+		if c >= rank {
+			if math.IsInf(bounds[i], 1) {
+				return lower // beyond the largest bound: the bound
+			}
+			return lower + (bounds[i]-lower)*(rank-below)/max(c-below, 1)
+		}
+		lower, below = bounds[i], c
+	}
+	return lower
 }

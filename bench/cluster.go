@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -167,6 +168,23 @@ func (s samples) sum(name string, match map[string]string) float64 {
 		}
 	}
 	return total
+}
+
+// buckets returns the cumulative counts of the histogram buckets named
+// name (a "_bucket" series), summed over their other labels, by upper
+// bound.
+func (s samples) buckets(name string) map[float64]float64 {
+	out := map[float64]float64{}
+	for _, x := range s {
+		if string(x.Metric[model.MetricNameLabel]) != name {
+			continue
+		}
+		le, err := strconv.ParseFloat(string(x.Metric["le"]), 64)
+		if err == nil {
+			out[le] += float64(x.Value)
+		}
+	}
+	return out
 }
 
 // scrape reads a process's /metrics over HTTP.

@@ -19,6 +19,7 @@ const (
 	capP50        = "p50 ms"
 	capP99        = "p99 ms"
 	capMax        = "max ms"
+	capServerP99  = "informerd's own p99 ms"
 	capCPU        = "server CPU-s per 1k events"
 	capClientCPU  = "clients' CPU %"
 	capHeap       = "heap KiB per watcher"
@@ -54,7 +55,7 @@ func capacity(ctx context.Context, b *bench) (Scenario, error) {
 		Name:  "capacity",
 		Title: "9. Capacity: " + strconv.Itoa(n) + " watchers on one informerd",
 		Plot:  capP99,
-		Columns: []string{capConnect, capWrites, capDelivered, capP50, capP99, capMax, capCPU, capClientCPU,
+		Columns: []string{capConnect, capWrites, capDelivered, capP50, capP99, capMax, capServerP99, capCPU, capClientCPU,
 			capHeap, capRSS, capGoroutines, capEnded, capResume, capRefused, capRelisted, capNoResponse},
 	}
 	const ns = "capacity"
@@ -66,6 +67,9 @@ func capacity(ctx context.Context, b *bench) (Scenario, error) {
 		return s, err
 	}
 	defer d.Stop()
+	if err := d.settled(ctx, b.capacityPods); err != nil {
+		return s, err
+	}
 	c := &capacityCase{b: b, d: d, ns: ns, n: n, t: newTable()}
 	apiN := n
 	for run := range b.runs {
@@ -113,7 +117,10 @@ type phaseResult struct {
 	got       [][]receipt
 	serverCPU float64
 	clientCPU float64 // CPU-seconds of the clients over the phase; negative: not measured
-	wall      time.Duration
+	// ownP99 is informerd's own p99 delivery delay over the phase, ms
+	// (informerd_watch_delivery_delay_seconds); negative for kube-apiserver.
+	ownP99 float64
+	wall   time.Duration
 }
 
 // addPhase adds a phase's rows: rates, delays, CPU.
@@ -130,6 +137,9 @@ func (c *capacityCase) addPhase(labels []Label, p phaseResult) error {
 	c.t.add(labels, capP99, percentile(ds, 99))
 	if len(ds) > 0 {
 		c.t.add(labels, capMax, ds[len(ds)-1])
+	}
+	if p.ownP99 >= 0 {
+		c.t.add(labels, capServerP99, p.ownP99)
 	}
 	c.t.add(labels, capCPU, 1000*p.serverCPU/max(1, delivered))
 	if p.clientCPU >= 0 {
@@ -173,6 +183,7 @@ func (c *capacityCase) grpc(ctx context.Context, run int) error {
 	c.addFootprint(labels, before, after, n)
 	saveProfile(b, run, "grpc", "heap", 0, d.pprof)()
 	w.take()
+	own := ownDelay(ctx, d.metricsURL())
 	m := meterCPU(d.PID())
 	profiled := saveProfile(b, run, "grpc", "profile", int(b.capacityPhase.Seconds()), d.pprof)
 	acks, err := churn(ctx, b.cluster, c.ns, b.capacityPods, b.capacityNodes, 100, b.capacityPhase)
@@ -182,9 +193,10 @@ func (c *capacityCase) grpc(ctx context.Context, run int) error {
 	quiesce(w)
 	cpu, wall := m.stop()
 	profiled()
+	ownP99 := own()
 	got := w.take()
 	c.t.add(labels, capEnded, float64(w.ended.Load()))
-	if err := c.addPhase(labels, phaseResult{acks: acks, got: got, serverCPU: cpu[0], clientCPU: -1, wall: wall}); err != nil {
+	if err := c.addPhase(labels, phaseResult{acks: acks, got: got, serverCPU: cpu[0], clientCPU: -1, wall: wall, ownP99: ownP99}); err != nil {
 		return err
 	}
 	w.close()
@@ -265,7 +277,7 @@ func (c *capacityCase) kubeAPI(ctx context.Context, run int) error {
 	}
 	defer f.close()
 	c.t.add(labels, capConnect, time.Since(start).Seconds())
-	p, err := c.fleetPhase(ctx, run, f, labels, before, func() (serverFootprint, error) { return d.footprint(ctx) }, d.PID(), "kubeapi", d.pprof)
+	p, err := c.fleetPhase(ctx, run, f, labels, before, func() (serverFootprint, error) { return d.footprint(ctx) }, d.PID(), d.metricsURL(), "kubeapi", d.pprof)
 	if err != nil {
 		return err
 	}
@@ -318,7 +330,7 @@ func (c *capacityCase) kubeAPI(ctx context.Context, run int) error {
 // has ended. With -profile, the server's heap and CPU profiles are written
 // as capacity-<name>-*.pprof.
 func (c *capacityCase) fleetPhase(ctx context.Context, run int, f *informerFleet, labels []Label, before serverFootprint, footprintNow func() (serverFootprint, error),
-	serverPID int, name string, get pprofGet) (phaseResult, error) {
+	serverPID int, metricsURL, name string, get pprofGet) (phaseResult, error) {
 	time.Sleep(time.Second)
 	after, err := footprintNow()
 	if err != nil {
@@ -332,6 +344,10 @@ func (c *capacityCase) fleetPhase(ctx context.Context, run int, f *informerFleet
 	if err := f.mark(ctx); err != nil {
 		return phaseResult{}, err
 	}
+	own := func() float64 { return -1 }
+	if metricsURL != "" {
+		own = ownDelay(ctx, metricsURL)
+	}
 	m := meterCPU(append([]int{serverPID}, f.pids()...)...)
 	profiled := saveProfile(c.b, run, name, "profile", int(c.b.capacityPhase.Seconds()), get)
 	acks, err := churn(ctx, c.b.cluster, c.ns, c.b.capacityPods, c.b.capacityNodes, 100, c.b.capacityPhase)
@@ -341,6 +357,7 @@ func (c *capacityCase) fleetPhase(ctx context.Context, run int, f *informerFleet
 	f.quiesce(ctx)
 	cpu, wall := m.stop()
 	profiled()
+	ownP99 := own()
 	st, err := f.stats(ctx)
 	if err != nil {
 		return phaseResult{}, err
@@ -354,7 +371,7 @@ func (c *capacityCase) fleetPhase(ctx context.Context, run int, f *informerFleet
 	for _, v := range cpu[1:] {
 		clients += v
 	}
-	return phaseResult{acks: acks, got: got, serverCPU: cpu[0], clientCPU: clients, wall: wall}, nil
+	return phaseResult{acks: acks, got: got, serverCPU: cpu[0], clientCPU: clients, wall: wall, ownP99: ownP99}, nil
 }
 
 // apiServer measures n client-go informers straight at kube-apiserver, as
@@ -377,7 +394,7 @@ func (c *capacityCase) apiServer(ctx context.Context, run, n int) (int, error) {
 	defer f.close()
 	c.t.add(labels, capConnect, time.Since(start).Seconds())
 	p, err := c.fleetPhase(ctx, run, f, labels, before, func() (serverFootprint, error) { return apiFootprint(ctx, b.cluster) }, b.cluster.apiPID,
-		"apiserver", apiPprof(ctx, b.cluster))
+		"", "apiserver", apiPprof(ctx, b.cluster))
 	if err != nil {
 		return n, err
 	}
@@ -432,7 +449,7 @@ func (c *capacityCase) notes(apiN int) []string {
 			c.n, b.capacityPerNode, b.capacityNodes, b.capacityNodes, b.capacityPods, b.capacityPhase),
 		fmt.Sprintf("%s: Watch-by-index streams (index node = spec.nodeName) in the harness, %d a connection. %s: unmodified client-go pod informers (a SharedInformerFactory each, fieldSelector spec.nodeName=<node>) in %d bench/fleet processes, each process's informers sharing one transport, so one HTTP/2 connection carries all of them (informerd allows --max-watches+100 streams a connection). %s: the same fleet with the harness's admin credentials.",
 			capGRPC, watchesPerConn, capKubeAPI, b.capacityChildren, capAPIServer),
-		"delay: from the write's acknowledgement to each watcher's receipt (an event that arrives before the acknowledgement counts as 0); max is the largest of all receipts. server CPU: the server process's over the phase and until deliveries stop (/proc), per 1,000 events delivered; informerd's includes its ingest of the writes, kube-apiserver's the writes themselves. clients' CPU: the fleet's processes together, in % of one core (gRPC watchers run in the harness, not measured).",
+		"delay: from the write's acknowledgement to each watcher's receipt (an event that arrives before the acknowledgement counts as 0); max is the largest of all receipts. informerd's own p99: from its delivery delay histogram (informerd_watch_delivery_delay_seconds, the change's entry in the cache to its bytes flushed to the watch) over the phase, interpolated in buckets a factor 4 apart: the part of the delay informerd itself adds. server CPU: the server process's over the phase and until deliveries stop (/proc), per 1,000 events delivered; informerd's includes its ingest of the writes, kube-apiserver's the writes themselves. clients' CPU: the fleet's processes together, in % of one core (gRPC watchers run in the harness, not measured).",
 		"per watcher: the server's live heap after two forced GCs (pprof's heap?gc=1 twice: the second frees what sync.Pools kept through the first), then go_gc_heap_live_bytes, or go_memstats_heap_alloc_bytes where a process exports no live figure), RSS and goroutines with the watchers connected and synced, less the same before they connected, over the watchers. Before the first of those, one client reads every pod as an informer's first sync does (a watch with sendInitialEvents, in protobuf), so that what a server keeps per object once any client has read it (informerd: objects its --state-dir restore left off the heap, decoded; their protobuf forms) is not charged to the watchers.",
 		"streams ended: gRPC streams that ended before the harness closed them; for informers, the requests they sent during the phase (a client-go informer sends one, a watch or a list, only when its watch has ended).",
 		fmt.Sprintf("restart: informerd gets SIGTERM (it writes its state), %d pod writes at 50/s while it is down, then it starts again on the same addresses and --state-dir. gRPC: %d new watchers, watching from the pods' resourceVersion before the restart, call Watch again from the last resourceVersion they received (backoff 0.1–2 s); refused with OUT_OF_RANGE they relist. Informers: the same fleet, recovering as client-go does. all resumed: from the new process's start until every watcher is watching again from its resourceVersion and has received the writes on its node made while informerd was down. refused: OUT_OF_RANGE for gRPC, responses other than 200 for informers; relisted: watchers that listed again; unanswered: the informers' requests that got no response (connection refused while informerd was down: client-go retries a watch refused so with its backoff, 0.8 s doubling to 30 s, jittered; the gRPC watchers wait for the connection, WaitForReady).",

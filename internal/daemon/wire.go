@@ -90,7 +90,7 @@ func (d *Daemon) wire(o Options, cfg *config.Config, restConfig *rest.Config, cr
 		ContinueLifetime:   o.ContinueLifetime,
 		DisableCompression: !o.KubeAPICompression,
 		ConsistentFallback: o.ConsistentReadFallback,
-		Observer:           metrics.NewKubeAPI(d.reg),
+		Observer:           metrics.NewKubeAPI(d.reg, m),
 		Log:                d.log.With("listener", "kube-api"),
 	}
 	if k, ok := sopts.Authorizer.(*auth.Kubernetes); ok {

@@ -54,15 +54,20 @@ type Observer interface {
 	// ConsistentRead: a consistent read of resource ended with outcome
 	// (OutcomeCurrent, ...).
 	ConsistentRead(resource, outcome string)
+	// DeliveryObserver returns what records how long a change of resource
+	// took from its entry in the cache to its bytes flushed to a watch,
+	// as the gRPC server's does (informerd_watch_delivery_delay_seconds).
+	DeliveryObserver(resource string) func(time.Duration)
 }
 
 type nopObserver struct{}
 
-func (nopObserver) Request(string, string, int, time.Duration) {}
-func (nopObserver) WatchStarted(string)                        {}
-func (nopObserver) WatchEnded(string)                          {}
-func (nopObserver) Forwarded(int)                              {}
-func (nopObserver) ConsistentRead(string, string)              {}
+func (nopObserver) Request(string, string, int, time.Duration)  {}
+func (nopObserver) WatchStarted(string)                         {}
+func (nopObserver) WatchEnded(string)                           {}
+func (nopObserver) Forwarded(int)                               {}
+func (nopObserver) ConsistentRead(string, string)               {}
+func (nopObserver) DeliveryObserver(string) func(time.Duration) { return func(time.Duration) {} }
 
 // Defaults of Options.
 const (

@@ -2,14 +2,17 @@ package kubeapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -169,5 +172,76 @@ func TestReadResolvedWhileRouted(t *testing.T) {
 	}
 	if late.calls.Load() < 2 {
 		t.Errorf("the cache's resolution was read %d times, want the lookup again", late.calls.Load())
+	}
+}
+
+// TestWatchWhileStopping: a watch that arrives while informerd shuts down
+// gets kube-apiserver's answer during its own shutdown
+// (--shutdown-send-retry-after): 429 with Retry-After, which client-go's
+// Reflector retries as a watch; a 503 made it list again (one informer in
+// 10,000 in the capacity scenario's restart).
+func TestWatchWhileStopping(t *testing.T) {
+	f := setup(t, "stopping")
+	f.handler.Stop()
+	_, err := f.cached.CoreV1().ConfigMaps("stopping").Watch(testContext(t), metav1.ListOptions{ResourceVersion: "0"})
+	st, ok := err.(apiStatus)
+	if !ok || st.Status().Code != http.StatusTooManyRequests || st.Status().Reason != metav1.StatusReasonTooManyRequests ||
+		st.Status().Details == nil || st.Status().Details.RetryAfterSeconds != 5 {
+		t.Fatalf("a watch while informerd stops: %v, want 429 TooManyRequests with Retry-After 5", err)
+	}
+}
+
+type apiStatus interface{ Status() metav1.Status }
+
+// deliveries records the delivery delays a handler observes.
+type deliveries struct {
+	kubeapi.Observer
+	mu       sync.Mutex
+	resource string
+	delays   []time.Duration
+}
+
+func (d *deliveries) Request(string, string, int, time.Duration) {}
+func (d *deliveries) WatchStarted(string)                        {}
+func (d *deliveries) WatchEnded(string)                          {}
+func (d *deliveries) Forwarded(int)                              {}
+func (d *deliveries) ConsistentRead(string, string)              {}
+func (d *deliveries) DeliveryObserver(resource string) func(time.Duration) {
+	return func(delay time.Duration) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.resource = resource
+		d.delays = append(d.delays, delay)
+	}
+}
+
+// TestWatchDeliveryDelay: each change a Kubernetes API watch delivers is
+// observed once, from its entry in the cache to its flush
+// (informerd_watch_delivery_delay_seconds, as for gRPC watches); the
+// initial events, which entered the cache before the watch, are not.
+func TestWatchDeliveryDelay(t *testing.T) {
+	obs := &deliveries{}
+	f := setupUpstream(t, "delivery", "resources: [{resource: configmaps, namespace: delivery}]", env.Config, func(o *kubeapi.Options) { o.Observer = obs })
+	ctx := testContext(t)
+	w, err := f.cached.CoreV1().ConfigMaps("delivery").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for i := range 3 {
+		if _, err := f.direct.CoreV1().ConfigMaps("delivery").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("cm", i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		<-w.ResultChan()
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if len(obs.delays) != 3 || obs.resource != "configmaps" {
+		t.Fatalf("observed %v for %q, want 3 delays for configmaps", obs.delays, obs.resource)
+	}
+	for _, d := range obs.delays {
+		if d <= 0 || d > time.Minute {
+			t.Errorf("delivery delay %v, want a positive duration under a minute", d)
+		}
 	}
 }

@@ -46,7 +46,7 @@ func ready(w http.ResponseWriter, r *http.Request, res pipeline.Served) bool {
 
 // initializingWait bounds how long a read waits for a cache that is not
 // ready, before the 429 that sends it back for later.
-const initializingWait = 2 * time.Second
+const initializingWait = 5 * time.Second
 
 // initializing writes the 429 of a cache that is not ready yet.
 func initializing(w http.ResponseWriter, msg string) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/informerd/informerd/internal/fanout"
@@ -51,7 +52,12 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, f *facts) {
 	defer h.watches.Add(-1)
 	select {
 	case <-h.stopping:
-		writeStatus(w, unavailable("informerd is shutting down; watch again (on another replica)"))
+		// As kube-apiserver answers requests while it shuts down
+		// (--shutdown-send-retry-after): a 429 with Retry-After, which
+		// client-go's Reflector retries as a watch, where a 503 would make
+		// it list again.
+		w.Header().Set("Retry-After", "5")
+		writeStatus(w, statusOf(apierrors.NewTooManyRequests("informerd is shutting down, please try again later (or on another replica)", 5)))
 		return
 	default:
 	}
@@ -96,6 +102,7 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, f *facts) {
 	defer deadline.Stop()
 	idle := time.NewTimer(idleBookmark)
 	defer idle.Stop()
+	observe := h.opts.Observer.DeliveryObserver(res.Name())
 
 	if !ew.write(items) {
 		return
@@ -135,6 +142,12 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, f *facts) {
 		}
 		if !ew.write(items) || !ew.flush() {
 			return
+		}
+		now := time.Now()
+		for _, it := range items {
+			if !it.Applied.IsZero() {
+				observe(now.Sub(it.Applied))
+			}
 		}
 		idle.Reset(idleBookmark)
 	}

@@ -15,12 +15,15 @@ type KubeAPI struct {
 	watches   *prometheus.GaugeVec
 	forwarded *prometheus.CounterVec
 	consist   *prometheus.CounterVec
+	delivery  *Metrics // the delivery delay histogram, shared with gRPC
 }
 
 // NewKubeAPI creates the Kubernetes API's instruments and registers them
-// with reg.
-func NewKubeAPI(reg prometheus.Registerer) *KubeAPI {
+// with reg. Its watches' delivery delays go to shared's histogram
+// (informerd_watch_delivery_delay_seconds), with the gRPC watches'.
+func NewKubeAPI(reg prometheus.Registerer, shared *Metrics) *KubeAPI {
 	m := &KubeAPI{
+		delivery: shared,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "informerd_kube_api_requests_total",
 			Help: "Requests the Kubernetes API listener answered itself, by cached resource (empty for discovery), verb (get, list, watch, discovery) and HTTP code.",
@@ -61,6 +64,11 @@ func (m *KubeAPI) WatchEnded(resource string) { m.watches.WithLabelValues(resour
 
 // Forwarded counts a request forwarded to the API server.
 func (m *KubeAPI) Forwarded(code int) { m.forwarded.WithLabelValues(strconv.Itoa(code)).Inc() }
+
+// DeliveryObserver records the delivery delays of a watch of resource.
+func (m *KubeAPI) DeliveryObserver(resource string) func(time.Duration) {
+	return m.delivery.DeliveryObserver(resource)
+}
 
 // ConsistentRead counts a consistent read's outcome.
 func (m *KubeAPI) ConsistentRead(resource, outcome string) {

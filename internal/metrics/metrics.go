@@ -32,7 +32,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"resource"}),
 		delivery: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "informerd_watch_delivery_delay_seconds",
-			Help:    "Time from a change's entry in the cache to its bytes being handed to a Watch stream.",
+			Help:    "Time from a change's entry in the cache to its bytes being handed to a watch stream: a gRPC Watch, or a watch of the Kubernetes API (flushed).",
 			Buckets: delayBuckets,
 		}, []string{"resource"}),
 		streamsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
