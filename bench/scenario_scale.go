@@ -134,8 +134,21 @@ func scale(ctx context.Context, b *bench) (Scenario, error) {
 		fmt.Sprintf("list by index: %d sequential gRPC Lists of one node's pods (Limit 5000). full list s: the median of 3 GETs of the whole namespace as JSON (no limit) through informerd's Kubernetes API and kube-apiserver's, read to the end.", b.lists),
 		"kube-apiserver: its whole process's RSS holding every pod the run created (the other scenarios' too when they ran before; run -scenarios=scale alone for a clean reference), from its watch cache.",
 		"client-go informer: a SharedIndexInformer with the same transform, in a process of its own; sync s from its start to WaitForCacheSync.",
+		memLimitNote(),
 		fmt.Sprintf("integrity check (issue 36): an informerd (defaults: pages of 500, 50 ms apart) with --consistency-check-interval=%v checks its synced cache once; s is the check's own duration (/readyz tookSeconds), CPU-s informerd's CPU from its readiness to the check's end (the cooling loop's included), requests and MiB kube-apiserver's pod LISTs and their response bytes over the same time (apiserver_request_total, apiserver_response_sizes_sum).", scaleCheckInterval))
 	return s, nil
+}
+
+// memLimitNote says what GOMEMLIMIT every process of the run had: the
+// harness's environment, which kube-apiserver, etcd, informerd and the
+// client-go informer inherit. At 200,000 pods kube-apiserver's heap would
+// otherwise grow to twice its live objects between collections, past this
+// machine's memory.
+func memLimitNote() string {
+	if v := os.Getenv("GOMEMLIMIT"); v != "" {
+		return "GOMEMLIMIT=" + v + " for every process (kube-apiserver, etcd, informerd, the client-go informer): each collects garbage harder as its memory nears it, so RSS follows the live heap more closely (a soft limit: a live heap larger than it goes past it)."
+	}
+	return "No GOMEMLIMIT: each process's heap may grow to twice its live objects between collections (GOGC=100)."
 }
 
 func managedFields(strip bool) string {
