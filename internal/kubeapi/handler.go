@@ -393,20 +393,21 @@ func (h *Handler) resolving() bool {
 }
 
 // awaitResolved looks info's resource up again until a cache claims it or
-// none is resolving any more (resolving), for at most initializingWait.
+// none is resolving any more (resolving), for at most initializingWait;
+// busy reports whether, when no cache claimed it, one was still resolving.
 // resolving() waits for a cache that is restoring its state, so a cache
 // may claim the resource by the time it returns: the lookup after it
 // sees that.
-func (h *Handler) awaitResolved(r *http.Request, info *request.RequestInfo) (pipeline.Served, string) {
+func (h *Handler) awaitResolved(r *http.Request, info *request.RequestInfo) (res pipeline.Served, ns string, busy bool) {
 	deadline := time.Now().Add(initializingWait)
 	for {
-		busy := h.resolving()
-		if res, ns := h.lookup(info); res != nil || !busy || time.Now().After(deadline) {
-			return res, ns
+		busy = h.resolving()
+		if res, ns = h.lookup(info); res != nil || !busy || time.Now().After(deadline) {
+			return res, ns, busy && res == nil
 		}
 		select {
 		case <-r.Context().Done():
-			return nil, ""
+			return nil, "", true
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -32,10 +32,16 @@ import (
 // thousands of informers (a state restoring) is then over before most of
 // them would have been told to come back.
 func ready(w http.ResponseWriter, r *http.Request, res pipeline.Served) bool {
+	synced := res.Cache().HasSynced()
+	select {
+	case <-synced:
+		return true // every read of a synced cache: no timer
+	default:
+	}
 	t := time.NewTimer(initializingWait)
 	defer t.Stop()
 	select {
-	case <-res.Cache().HasSynced():
+	case <-synced:
 		return true
 	case <-t.C:
 	case <-r.Context().Done():

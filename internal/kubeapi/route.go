@@ -91,7 +91,8 @@ func (h *Handler) withRoute(self, fwd http.Handler) http.Handler {
 				// up: forwarded, it would reach the API server without the
 				// caller's credentials. It waits as for a cache not synced
 				// yet.
-				if f.res, f.namespace = h.awaitResolved(r, info); f.res == nil && h.resolving() {
+				var busy bool
+				if f.res, f.namespace, busy = h.awaitResolved(r, info); busy {
 					initializing(w, "storage is (re)initializing: informerd is starting, and its caches are still looking their resources up in the API server's discovery")
 					return
 				}
