@@ -95,16 +95,7 @@ func TestIntegrityCheckRepairsALostEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Pages of two: the walk crosses page boundaries.
-	set, err := pipeline.NewSet(c, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)),
-		pipeline.WithConsistencyChecks(pipeline.CheckOptions{PageSize: 2}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Run(t, set)
-	waitSynced(t, set, "configmaps")
-	cms := mustPipeline(t, set, "configmaps").(*pipeline.Pipeline)
-	assertMirror(t, client, cms, cmGVR, ns)
+	cms := checkedConfigMaps(t, c, cfg, client, ns)
 
 	if r := checkUntilCompared(t, cms); r.Result != pipeline.CheckMatch || r.Objects != 5 || r.Listed != 5 || r.CacheHash != r.ServerHash {
 		t.Fatalf("check of a faithful cache = %+v, want a match of 5 objects", r)
@@ -162,6 +153,23 @@ func TestIntegrityCheckRepairsALostEvent(t *testing.T) {
 
 // checkUntilCompared checks p until a check compares (one skipped while a
 // relist is due is tried again).
+// checkedConfigMaps runs c's configmaps pipeline against cfg with integrity
+// checks in pages of two (so that a walk crosses page boundaries), waits
+// until it mirrors namespace ns as client reads it, and returns it.
+func checkedConfigMaps(t *testing.T, c *config.Config, cfg *rest.Config, client dynamic.Interface, ns string) *pipeline.Pipeline {
+	t.Helper()
+	set, err := pipeline.NewSet(c, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)),
+		pipeline.WithConsistencyChecks(pipeline.CheckOptions{PageSize: 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Run(t, set)
+	waitSynced(t, set, "configmaps")
+	cms := mustPipeline(t, set, "configmaps").(*pipeline.Pipeline)
+	assertMirror(t, client, cms, cmGVR, ns)
+	return cms
+}
+
 func checkUntilCompared(t *testing.T, p *pipeline.Pipeline) pipeline.CheckResult {
 	t.Helper()
 	var r pipeline.CheckResult

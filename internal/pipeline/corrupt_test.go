@@ -2,8 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 
@@ -13,7 +11,6 @@ import (
 
 	"github.com/informerd/informerd/internal/config"
 	"github.com/informerd/informerd/internal/pipeline"
-	"github.com/informerd/informerd/internal/testenv"
 )
 
 // TestIntegrityCheckRepairsACorruptedObject corrupts one cached object
@@ -37,15 +34,7 @@ func TestIntegrityCheckRepairsACorruptedObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := pipeline.NewSet(c, env.Config, slog.New(slog.NewTextHandler(io.Discard, nil)),
-		pipeline.WithConsistencyChecks(pipeline.CheckOptions{PageSize: 2}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Run(t, set)
-	waitSynced(t, set, "configmaps")
-	cms := mustPipeline(t, set, "configmaps").(*pipeline.Pipeline)
-	assertMirror(t, client, cms, cmGVR, ns)
+	cms := checkedConfigMaps(t, c, env.Config, client, ns)
 	if r := checkUntilCompared(t, cms); r.Result != pipeline.CheckMatch || r.Objects != 3 {
 		t.Fatalf("check of a faithful cache = %+v, want a match of 3 objects", r)
 	}
