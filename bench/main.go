@@ -81,6 +81,10 @@ type bench struct {
 	capacityNodes, capacityPerNode, capacityPods, capacityChildren int
 	capacitySync, capacityPhase                                    time.Duration
 	capacityDownWrites                                             int
+	// capacityVariants are the capacity scenario's variants to measure
+	// (capGRPC, capKubeAPI, capAPIServer by their short names); all when
+	// empty.
+	capacityVariants map[string]bool
 
 	// scalePods is the scale scenario's pods (issue 38).
 	scalePods int
@@ -120,6 +124,8 @@ func main() {
 	memorySizes := flag.String("memory-sizes", "", "comma-separated pod counts for the memory scenario, overriding the mode's")
 	scalePods := flag.Int("scale-pods", 0, "pods of the scale scenario, overriding the mode's (200,000 in full mode)")
 	extra := flag.String("informerd-args", "", "space-separated flags added to each informerd over kube-apiserver, e.g. -informerd-args=--api-server-watch-http2 (the report's command line records them)")
+	children := flag.Int("capacity-children", 0, "bench/fleet processes the capacity scenario's informers run in (default: the mode's, 4 outside smoke)")
+	variants := flag.String("capacity-variants", "grpc,kubeapi,apiserver", "comma-separated variants of the capacity scenario to measure: grpc, kubeapi, apiserver")
 	only := flag.String("scenarios", "fanout,memory,sidecars,list,slow,relist,restart,tiers,herd,capacity,scale", "comma-separated scenarios to run")
 	flag.Parse()
 	b, ok := modes[*mode]
@@ -163,6 +169,19 @@ func main() {
 	}
 	if *scalePods > 0 {
 		b.scalePods = *scalePods
+	}
+	if *children > 0 {
+		b.capacityChildren = *children
+	}
+	b.capacityVariants = map[string]bool{}
+	for _, v := range strings.Split(*variants, ",") {
+		switch v {
+		case "grpc", "kubeapi", "apiserver":
+			b.capacityVariants[v] = true
+		default:
+			fmt.Fprintf(os.Stderr, "bench: -capacity-variants %q: want grpc, kubeapi or apiserver, comma-separated\n", *variants)
+			os.Exit(2)
+		}
 	}
 	if err := run(&b, *out, strings.Split(*only, ",")); err != nil {
 		logf("FAILED: %v", err)

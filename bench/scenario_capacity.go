@@ -73,11 +73,18 @@ func capacity(ctx context.Context, b *bench) (Scenario, error) {
 	c := &capacityCase{b: b, d: d, ns: ns, n: n, t: newTable()}
 	apiN := n
 	for run := range b.runs {
-		if err := c.grpc(ctx, run); err != nil {
-			return s, fmt.Errorf("gRPC, run %d: %w", run+1, err)
+		if b.measures("grpc") {
+			if err := c.grpc(ctx, run); err != nil {
+				return s, fmt.Errorf("gRPC, run %d: %w", run+1, err)
+			}
 		}
-		if err := c.kubeAPI(ctx, run); err != nil {
-			return s, fmt.Errorf("the Kubernetes API, run %d: %w", run+1, err)
+		if b.measures("kubeapi") {
+			if err := c.kubeAPI(ctx, run); err != nil {
+				return s, fmt.Errorf("the Kubernetes API, run %d: %w", run+1, err)
+			}
+		}
+		if !b.measures("apiserver") {
+			continue
 		}
 		got, err := c.apiServer(ctx, run, apiN)
 		if err != nil && apiN > capacityFallback {
@@ -95,6 +102,12 @@ func capacity(ctx context.Context, b *bench) (Scenario, error) {
 	s.Goals = c.goals(&s, apiN)
 	s.Notes = c.notes(apiN)
 	return s, nil
+}
+
+// measures reports whether the capacity scenario measures variant
+// (-capacity-variants): all of them unless told otherwise.
+func (b *bench) measures(variant string) bool {
+	return len(b.capacityVariants) == 0 || b.capacityVariants[variant]
 }
 
 // capacityCase is one run of the capacity scenario's measurements.
@@ -350,6 +363,13 @@ func (c *capacityCase) fleetPhase(ctx context.Context, run int, f *informerFleet
 	}
 	m := meterCPU(append([]int{serverPID}, f.pids()...)...)
 	profiled := saveProfile(c.b, run, name, "profile", int(c.b.capacityPhase.Seconds()), get)
+	traced := func() {}
+	if name == "kubeapi" {
+		// An execution trace of the phase's start, for what a CPU profile
+		// cannot see, a flush that waits: `go tool trace -pprof=sync` and
+		// `-pprof=sched` read it.
+		traced = saveProfile(c.b, run, name, "trace", max(1, int(c.b.capacityPhase.Seconds()/6)), get)
+	}
 	acks, err := churn(ctx, c.b.cluster, c.ns, c.b.capacityPods, c.b.capacityNodes, 100, c.b.capacityPhase)
 	if err != nil {
 		return phaseResult{}, err
@@ -357,6 +377,7 @@ func (c *capacityCase) fleetPhase(ctx context.Context, run int, f *informerFleet
 	f.quiesce(ctx)
 	cpu, wall := m.stop()
 	profiled()
+	traced()
 	ownP99 := own()
 	st, err := f.stats(ctx)
 	if err != nil {

@@ -130,7 +130,7 @@ func scale(ctx context.Context, b *bench) (Scenario, error) {
 	s.Notes = append(s.Notes,
 		fmt.Sprintf("%d pods over %d nodes loaded through kube-apiserver (create, then status update, in protobuf, %d writers) in %v (%.0f pods/s); their JSON, managedFields included, is %.0f bytes per pod in kube-apiserver's list.",
 			b.scalePods, b.nodes, loadWriters, load.Round(time.Second), float64(b.scalePods)/load.Seconds(), jsonPod),
-		"Each run starts a fresh informerd per setting (--cache-compression off or cold; managedFields stripped or kept by the resource's transform) with an empty --state-dir: sync s (start=cold) is from the process's start to /readyz 200; it is stopped and started again on the same --state-dir: sync s (start=warm). heap and RSS are read once the cooling loop has compressed the cold cache (cold setting), after a settle; per pod, minus the same process on an empty namespace. stored bytes/pod is informerd_cache_object_bytes{form=\"stored\"} per object. anonymous RSS is RssAnon: RSS without mapped files' pages, since --state-dir's bbolt file is mapped into informerd and its pages, the kernel's to evict, count in RSS.",
+		"Each run starts a fresh informerd per setting (--cache-compression off or cold; managedFields stripped or kept by the resource's transform) with an empty --state-dir: sync s (start=cold) is from the process's start to /readyz 200; it is stopped and started again on the same --state-dir: sync s (start=warm). heap and RSS are read once the cooling loop has compressed the cold cache (cold setting) and, on a cold start, the first whole state is written (informerd_state_full_writes_total; until then its checkpoint holds the objects as they were before compression), after a settle; per pod, minus the same process on an empty namespace. stored bytes/pod is informerd_cache_object_bytes{form=\"stored\"} per object. anonymous RSS is RssAnon: RSS without mapped files' pages, since --state-dir's bbolt file is mapped into informerd and its pages, the kernel's to evict, count in RSS.",
 		fmt.Sprintf("list by index: %d sequential gRPC Lists of one node's pods (Limit 5000). full list s: the median of 3 GETs of the whole namespace as JSON (no limit) through informerd's Kubernetes API and kube-apiserver's, read to the end.", b.lists),
 		"kube-apiserver: its whole process's RSS holding every pod the run created (the other scenarios' too when they ran before; run -scenarios=scale alone for a clean reference), from its watch cache.",
 		"client-go informer: a SharedIndexInformer with the same transform, in a process of its own; sync s from its start to WaitForCacheSync.",
@@ -174,7 +174,7 @@ func (b *bench) scaleInformerd(ctx context.Context, t *table, ns string, strip b
 		}
 		sync := time.Since(began)
 		labels := []Label{{"cache", "informerd"}, {"managedFields", managedFields(strip)}, {"compression", mode}, {"start", start}}
-		err = b.scaleMeasure(ctx, t, labels, d, ns, mode, base, jsonPod)
+		err = b.scaleMeasure(ctx, t, labels, d, ns, mode, start == "cold", base, jsonPod)
 		d.stop()
 		if err != nil {
 			return err
@@ -184,12 +184,18 @@ func (b *bench) scaleInformerd(ctx context.Context, t *table, ns string, strip b
 	return nil
 }
 
-// scaleMeasure waits until d's cache is compressed (mode cold), then adds
-// its memory, List by index and full List to t.
-func (b *bench) scaleMeasure(ctx context.Context, t *table, labels []Label, d *daemon, ns, mode string, base footprint, jsonPod float64) error {
+// scaleMeasure waits until d's cache is compressed (mode cold) and, on a
+// cold start, its first whole state is written, then adds its memory, List
+// by index and full List to t.
+func (b *bench) scaleMeasure(ctx context.Context, t *table, labels []Label, d *daemon, ns, mode string, cold bool, base footprint, jsonPod float64) error {
 	stored, err := waitCooled(ctx, d, mode, b.scalePods)
 	if err != nil {
 		return err
+	}
+	if cold {
+		if err := waitStateWritten(ctx, d); err != nil {
+			return err
+		}
 	}
 	sleep(ctx, b.memorySettle)
 	f, err := informerdProc(d).measure(ctx, false)
@@ -247,6 +253,27 @@ func waitCooled(ctx context.Context, d *daemon, mode string, n int) (float64, er
 		}
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("%v after sync, %.0f of %d objects compressed", scaleCooled, cold, n)
+		}
+		sleep(ctx, 500*time.Millisecond)
+	}
+}
+
+// waitStateWritten waits until informerd has written its first whole
+// state (--state-dir) after a cold start: until then the write's
+// checkpoint holds the objects as they were before compression, and the
+// heap is not the steady one.
+func waitStateWritten(ctx context.Context, d *daemon) error {
+	deadline := time.Now().Add(scaleCooled)
+	for {
+		s, err := scrape(ctx, d.metricsURL)
+		if err != nil {
+			return err
+		}
+		if s.sum("informerd_state_full_writes_total", map[string]string{"resource": "pods"}) >= 1 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no whole state written %v after the cache was compressed", scaleCooled)
 		}
 		sleep(ctx, 500*time.Millisecond)
 	}

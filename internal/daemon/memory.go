@@ -103,6 +103,11 @@ type memoryReturner struct {
 	// the stored bytes have fallen by compressedReturn and held for a
 	// poll (within 1%), that memory is returned too.
 	storedAtReturn, lastStored int64
+	// fullWrites is the caches' whole-state writes (--state-dir) at the
+	// last return. A full write holds the objects of its checkpoint until
+	// it has written them, after the list's return and the compression's:
+	// once one ends, what it held is returned too.
+	fullWrites int64
 }
 
 // compressedReturn is how far the cached objects' stored bytes must fall,
@@ -137,7 +142,7 @@ func (m *memoryReturner) Run(ctx context.Context) error {
 // due says why memory should be returned now ("initial sync", "relist"),
 // or "" when it should not.
 func (m *memoryReturner) due(reports []pipeline.Report) string {
-	var relists, stored int64
+	var relists, stored, fullWrites int64
 	cacheRVs := make([]uint64, len(reports))
 	upstreamRVs := make([]uint64, len(reports))
 	for i, r := range reports {
@@ -146,6 +151,9 @@ func (m *memoryReturner) due(reports []pipeline.Report) string {
 		}
 		cacheRVs[i] = parseRV(r.Cache.ResourceVersion)
 		stored += r.Cache.StoredBytes
+		if r.State != nil {
+			fullWrites += r.State.FullWrites
+		}
 		if r.Upstream != nil {
 			relists += r.Upstream.Relists.Load()
 			rv, _ := r.Upstream.LastResourceVersion.Load().(string)
@@ -159,8 +167,12 @@ func (m *memoryReturner) due(reports []pipeline.Report) string {
 	if m.returned && relists == m.relists {
 		fell := m.storedAtReturn - stored
 		if settled && fell >= compressedReturnBytes && float64(fell) >= compressedReturnShare*float64(m.storedAtReturn) {
-			m.storedAtReturn = stored
+			m.storedAtReturn, m.fullWrites = stored, fullWrites
 			return "compression"
+		}
+		if fullWrites > m.fullWrites {
+			m.storedAtReturn, m.fullWrites = stored, fullWrites
+			return "state write"
 		}
 		return ""
 	}
@@ -177,7 +189,7 @@ func (m *memoryReturner) due(reports []pipeline.Report) string {
 	if !m.returned {
 		reason = "initial sync"
 	}
-	m.returned, m.relists, m.pending, m.storedAtReturn = true, relists, -1, stored
+	m.returned, m.relists, m.pending, m.storedAtReturn, m.fullWrites = true, relists, -1, stored, fullWrites
 	return reason
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/informerd/informerd/internal/indexer"
 	"github.com/informerd/informerd/internal/pipeline"
 	"github.com/informerd/informerd/internal/reflector"
+	"github.com/informerd/informerd/internal/state"
 )
 
 // resource is one resource's state in a memory returner test: whether it
@@ -98,6 +99,43 @@ func TestMemoryReturnerCompression(t *testing.T) {
 	for _, s := range steps {
 		if got := m.due(s.reports); got != s.want {
 			t.Errorf("%s: due = %q, want %q", s.name, got, s.want)
+		}
+	}
+}
+
+// TestMemoryReturnerStateWrite: a whole-state write (--state-dir) that
+// ends after the first return has let go of its checkpoint's objects;
+// that memory is returned, once per write.
+func TestMemoryReturnerStateWrite(t *testing.T) {
+	at := func(full int64) []pipeline.Report {
+		r := reports(resource{true, "10", "10", 1})
+		r[0].State = &state.Stats{FullWrites: full}
+		return r
+	}
+	steps := []struct {
+		name    string
+		reports []pipeline.Report
+		want    string
+	}{
+		{"synced, first seen, writing", at(0), ""},
+		{"synced, held", at(0), "initial sync"},
+		{"still writing", at(0), ""},
+		{"written", at(1), "state write"},
+		{"nothing new", at(1), ""},
+		{"another full write (the writer fell behind)", at(2), "state write"},
+		{"nothing new after it", at(2), ""},
+	}
+	m := newMemoryReturner(nil, time.Second, slog.New(slog.DiscardHandler))
+	for _, s := range steps {
+		if got := m.due(s.reports); got != s.want {
+			t.Errorf("%s: due = %q, want %q", s.name, got, s.want)
+		}
+	}
+	// A write that ended before the first return is covered by it.
+	m = newMemoryReturner(nil, time.Second, slog.New(slog.DiscardHandler))
+	for i, want := range []string{"", "initial sync", ""} {
+		if got := m.due(at(1)); got != want {
+			t.Errorf("written before the sync's return, poll %d: due = %q, want %q", i, got, want)
 		}
 	}
 }

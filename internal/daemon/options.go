@@ -162,6 +162,10 @@ type Options struct {
 	// streams for clients that accept gzip, as the API server does
 	// (--kube-api-compression).
 	KubeAPICompression bool
+	// KubeAPIHTTP2MaxStreams bounds the concurrent streams of one HTTP/2
+	// connection to the Kubernetes API (--kube-api-http2-max-streams); 0
+	// allows every watch on one.
+	KubeAPIHTTP2MaxStreams int
 
 	// Config, when set, is used instead of loading ConfigPath.
 	Config *config.Config
@@ -315,6 +319,7 @@ func (o *Options) addLimitFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.ContinueLifetime, "continue-lifetime", o.ContinueLifetime, "Kubernetes API: how long a list's continue token is valid; an older one is 410 Expired with an inconsistent continue token, as the API server's after etcd compaction (set it to the API server's --etcd-compaction-interval)")
 	fs.StringVar(&o.ConsistentReadFallback, "consistent-read-fallback", o.ConsistentReadFallback, "Kubernetes API: what a consistent read gets when the cache cannot be shown current within --consistent-read-timeout: forward (to the API server with the caller's credentials; 429 without them) or refuse (429 Retry-After: 1)")
 	fs.StringVar(&o.KubeAPISelfSignedCA, "kube-api-tls-self-signed", o.KubeAPISelfSignedCA, "serve the Kubernetes API over TLS with a certificate for 127.0.0.1, ::1 and localhost that informerd issues from a CA of its own and renews before it expires, and publish the CA at this path (a volume shared with the app, mounted as its service account's ca.crt); the CA's key is kept in --state-dir/tls when set. gRPC keeps --tls-cert-file, or plaintext on loopback")
+	fs.IntVar(&o.KubeAPIHTTP2MaxStreams, "kube-api-http2-max-streams", o.KubeAPIHTTP2MaxStreams, "Kubernetes API over HTTP/2: most concurrent streams on one connection (MAX_CONCURRENT_STREAMS); a client with more requests open opens another connection, as client-go does. 0: --max-watches + 100, so one connection may carry every watch")
 	fs.BoolVar(&o.KubeAPICompression, "kube-api-compression", o.KubeAPICompression, "Kubernetes API: gzip a get or list answer over 128 KiB, and a WatchList stream, for a client that sends Accept-Encoding: gzip, as the API server does; turn it off for sidecars on loopback, where it only costs CPU")
 	fs.DurationVar(&o.ConsistentReadTimeout, "consistent-read-timeout", o.ConsistentReadTimeout, "Kubernetes API: how long a read waits for the cache to reach the API server's resourceVersion (a consistent read, or a resourceVersion ahead of the cache) before it is refused with 429 (consistent) or forwarded (ahead)")
 	fs.DurationVar(&o.KeepaliveTime, "keepalive-time", o.KeepaliveTime, "ping a client connection idle this long, to find clients that vanished without closing")
@@ -402,6 +407,9 @@ func (o Options) validate(cfg *config.Config) (warning string, err error) {
 	}
 	if o.CacheCompressionMinObjects <= 0 {
 		return "", fmt.Errorf("--cache-compression-min-objects must be positive, got %d", o.CacheCompressionMinObjects)
+	}
+	if o.KubeAPIHTTP2MaxStreams < 0 {
+		return "", fmt.Errorf("--kube-api-http2-max-streams must be 0 (--max-watches + 100) or positive, got %d", o.KubeAPIHTTP2MaxStreams)
 	}
 	if o.GCPercent <= 0 {
 		return "", fmt.Errorf("--gc-percent must be positive, got %d (to turn the collector off, set GOGC=off in the environment)", o.GCPercent)

@@ -85,6 +85,7 @@ func TestValidateConfig(t *testing.T) {
 		{"a memory limit ratio above 1", func(o *daemon.Options) { o.Config, o.MemoryLimitRatio = cms, 1.2 }, "--memory-limit-ratio must be from 0 (off) to 1"},
 		{"a memory limit ratio of 0 is off", func(o *daemon.Options) { o.Config, o.MemoryLimitRatio = cms, 0 }, ""},
 		{"a GC percent of 0", func(o *daemon.Options) { o.Config, o.GCPercent = cms, 0 }, "--gc-percent must be positive"},
+		{"negative HTTP/2 streams", func(o *daemon.Options) { o.Config, o.KubeAPIHTTP2MaxStreams = cms, -1 }, "--kube-api-http2-max-streams must be 0"},
 		{"a parsed config without mtlsClients", func(o *daemon.Options) {
 			o.Config = parse(t, "resources: [{resource: configmaps}]")
 			o.AuthMode, o.TLS.CertFile, o.TLS.ClientCAFile = "mtls", "c", "ca"

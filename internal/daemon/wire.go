@@ -89,6 +89,7 @@ func (d *Daemon) wire(o Options, cfg *config.Config, restConfig *rest.Config, cr
 		ConsistentWait:     o.ConsistentReadTimeout,
 		ContinueLifetime:   o.ContinueLifetime,
 		DisableCompression: !o.KubeAPICompression,
+		HTTP2MaxStreams:    o.KubeAPIHTTP2MaxStreams,
 		ConsistentFallback: o.ConsistentReadFallback,
 		Observer:           metrics.NewKubeAPI(d.reg, m),
 		Log:                d.log.With("listener", "kube-api"),

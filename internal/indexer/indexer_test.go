@@ -381,3 +381,55 @@ func TestKeptViews(t *testing.T) {
 		t.Error("the live clone of an older version is still held")
 	}
 }
+
+// TestCheckpointTakeBase: taking a checkpoint's base gives the objects at
+// the window's start once each, in key order, in pages, and changes
+// nothing the cache serves, its views included, nor a later checkpoint.
+func TestCheckpointTakeBase(t *testing.T) {
+	ix := New(names, Options{HistoryMaxEvents: 10})
+	synced(t, ix, "10", pod("a/1", 1, "n1"), pod("a/2", 2, "n1"), pod("a/3", 3, "n1"), pod("b/4", 4, "n1"), pod("b/5", 5, "n1"))
+	ix.Apply([]deltafifo.Delta{
+		d(watch.Modified, pod("a/2", 11, "n2")),
+		d(watch.Deleted, pod("b/4", 12, "n1")),
+		d(watch.Added, pod("a/0", 13, "n1")),
+	})
+	view := ix.View()
+	cp, err := ix.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		page := cp.TakeBase(2)
+		if len(page) == 0 {
+			break
+		}
+		if len(page) > 2 {
+			t.Fatalf("TakeBase(2) gave %d objects", len(page))
+		}
+		for _, o := range page {
+			got = append(got, o.Key+"@"+o.ResourceVersion)
+		}
+	}
+	// The base is the cache at the window's start, RV 10.
+	if want := []string{"a/1@1", "a/2@2", "a/3@3", "b/4@4", "b/5@5"}; !cmp.Equal(got, want) {
+		t.Errorf("the base taken = %v, want %v", got, want)
+	}
+	if n := cp.Base.Len(); n != 0 {
+		t.Errorf("the base holds %d objects once taken, want 0", n)
+	}
+	want := []string{"a/0", "a/1", "a/2", "a/3", "b/5"}
+	if got := keys(ix.List(nil)); !cmp.Equal(got, want) {
+		t.Errorf("the cache after the base was taken = %v, want %v", got, want)
+	}
+	if objs, _ := view.Page("", "", 10, nil); len(objs) != len(want) {
+		t.Errorf("a view taken before holds %d objects, want %d", len(objs), len(want))
+	}
+	again, err := ix.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := again.Base.Len(); n != 5 {
+		t.Errorf("a later checkpoint's base holds %d objects, want 5", n)
+	}
+}

@@ -1,10 +1,12 @@
 package kubeapi
 
 import (
+	"bytes"
 	"errors"
 	"net/http"
 	"strconv"
 	"sync"
+	"unsafe"
 
 	"github.com/klauspost/compress/gzip"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
@@ -52,7 +54,9 @@ func (h *Handler) withCompression(next http.Handler) http.Handler {
 				return
 			}
 			fw := &flushGzip{ResponseWriter: w}
+			f.gzip = fw
 			next.ServeHTTP(fw, r)
+			f.gzip = nil
 			_ = fw.FlushError()
 		default:
 			next.ServeHTTP(w, r)
@@ -140,7 +144,24 @@ type flushGzip struct {
 	http.ResponseWriter
 	on bool
 	gw *gzip.Writer
+	// frame and member are a shared frame and its gzip member, both kept
+	// in forms (offer): the next Write of frame itself (the same bytes,
+	// not a copy, so that no writer between has changed them) that
+	// starts a member sends member instead of compressing the frame
+	// again.
+	frame, member []byte
 }
+
+// offer tells f that member is frame's whole gzip member, as a flush of
+// frame alone would compress it (gzipMember): the Write of frame that
+// follows, when it starts a member, sends member. Every watcher of one
+// event and encoding then shares one compression of it, as they share the
+// frame.
+func (f *flushGzip) offer(frame, member []byte) { f.frame, f.member = frame, member }
+
+// starting reports whether the next Write starts a gzip member: nothing
+// is waiting to be compressed since the last flush.
+func (f *flushGzip) starting() bool { return f.on && f.gw == nil }
 
 func (f *flushGzip) WriteHeader(code int) {
 	if code == http.StatusOK {
@@ -154,6 +175,16 @@ func (f *flushGzip) WriteHeader(code int) {
 func (f *flushGzip) Write(p []byte) (int, error) {
 	if !f.on {
 		return f.ResponseWriter.Write(p)
+	}
+	frame, member := f.frame, f.member
+	f.frame, f.member = nil, nil
+	if f.gw == nil && member != nil && len(p) == len(frame) && len(p) > 0 && unsafe.SliceData(p) == unsafe.SliceData(frame) {
+		// A member of its own, ended: the flush that follows has nothing
+		// to compress, and a Write before it starts the next member.
+		if _, err := f.ResponseWriter.Write(member); err != nil {
+			return 0, err
+		}
+		return len(p), nil
 	}
 	if f.gw == nil {
 		f.gw = gzipWriters.Get().(*gzip.Writer)
@@ -178,6 +209,23 @@ func (f *flushGzip) FlushError() error {
 		}
 	}
 	return http.NewResponseController(f.ResponseWriter).Flush()
+}
+
+// gzipMember compresses frame into one gzip member, as flushGzip does a
+// flush that holds frame alone: the same bytes.
+func gzipMember(frame []byte) ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(len(frame)/2 + 64)
+	gw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(gw)
+	gw.Reset(&b)
+	_, err := gw.Write(frame)
+	err = errors.Join(err, gw.Flush(), gw.Close())
+	gw.Reset(nil)
+	if err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // Unwrap lets http.ResponseController reach the connection's deadlines.

@@ -87,6 +87,9 @@ type formKey struct {
 	// watcher whose selection it enters and MODIFIED to one it was
 	// already in.
 	event uint8
+	// gzip makes a frame's key its gzip member, as a compressed WatchList
+	// flushes the frame alone (gzipMember).
+	gzip bool
 	// printer and cols are a Table's columns: a built-in resource's
 	// printer, else the CRD's columns as fetched (a refetch is another
 	// key); at is the Unix second its ages are printed at.

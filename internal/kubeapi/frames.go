@@ -84,15 +84,16 @@ func eventCode(typ watch.EventType) uint8 {
 
 // eventFrame returns the whole frame of an event of typ with o in the
 // encoding out asks for (not a Table), kept in forms for every watcher of
-// that encoding; nil when it is not kept (an event type forms do not
-// key, an object that cannot be encoded in protobuf).
-func (h *Handler) eventFrame(out *output, kind schema.GroupVersionKind, typ watch.EventType, o *object.Object) []byte {
+// that encoding, and its key there; nil when it is not kept (an event
+// type forms do not key, an object that cannot be encoded in protobuf).
+func (h *Handler) eventFrame(out *output, kind schema.GroupVersionKind, typ watch.EventType, o *object.Object) ([]byte, formKey) {
 	code := eventCode(typ)
 	if code == 0 {
-		return nil
+		return nil, formKey{}
 	}
 	if out.media == mediaProtobuf {
-		b, err := h.forms.keep(formKey{o: o, f: out.protoObjectForm(), event: code}, func() ([]byte, error) {
+		k := formKey{o: o, f: out.protoObjectForm(), event: code}
+		b, err := h.forms.keep(k, func() ([]byte, error) {
 			obj, err := h.protoObject(out, kind, o)
 			if err != nil {
 				return nil, err
@@ -101,18 +102,19 @@ func (h *Handler) eventFrame(out *output, kind schema.GroupVersionKind, typ watc
 			return append(b, obj...), nil
 		})
 		if err != nil {
-			return nil
+			return nil, formKey{}
 		}
-		return b
+		return b, k
 	}
-	b, _ := h.forms.keep(formKey{o: o, f: out.form(), event: code}, func() ([]byte, error) {
+	k := formKey{o: o, f: out.form(), event: code}
+	b, _ := h.forms.keep(k, func() ([]byte, error) {
 		obj, err := h.objectJSON(out, o)
 		if err != nil {
 			return nil, err
 		}
 		return appendJSONFrame(make([]byte, 0, len(jsonHeadModified)+len(obj)+len(jsonTail)), typ, obj), nil
 	})
-	return b
+	return b, k
 }
 
 // tableSecond is the time a Table watch's events printed at now are
@@ -165,6 +167,8 @@ type eventWriter struct {
 	rc   *http.ResponseController
 	out  *output
 	cols *columns
+	// gzip is the compressed WatchList's writer, nil for another watch.
+	gzip *flushGzip
 	// hdr holds a protobuf frame's header while it is written.
 	hdr [32]byte
 	// headed: an event has been written, so a Table's columns have been
@@ -221,11 +225,23 @@ func (e *eventWriter) write(items []fanout.Item) bool {
 	return !e.failed
 }
 
-// shared writes an event's shared frame, if it is kept.
+// shared writes an event's shared frame, if it is kept. A compressed
+// WatchList about to start a gzip member is offered the frame's member,
+// kept too, so that the event is compressed once for all its watchers of
+// that encoding, not once each; a watcher whose flush holds more than
+// the frame (rare: the event that ends the initial events is followed by
+// the bookmark) sends it as a member of its own, which a gzip reader
+// reads on as one stream.
 func (e *eventWriter) shared(it fanout.Item) bool {
-	b := e.h.eventFrame(e.out, e.kind, it.Type, it.Object)
+	b, k := e.h.eventFrame(e.out, e.kind, it.Type, it.Object)
 	if b == nil {
 		return false
+	}
+	if e.gzip != nil && e.gzip.starting() {
+		k.gzip = true
+		if m, err := e.h.forms.keep(k, func() ([]byte, error) { return gzipMember(b) }); err == nil {
+			e.gzip.offer(b, m)
+		}
 	}
 	e.put(b)
 	return true

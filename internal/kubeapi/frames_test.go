@@ -1,7 +1,10 @@
 package kubeapi
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -45,6 +48,11 @@ import (
 //     large enough to keep them).
 //
 // With forms too small to keep anything, the bytes must be the same.
+//
+// Each encoding but a Table's is also watched as a compressed WatchList
+// (flushGzip, one gzip member per flush): its bytes, decompressed, must be
+// the reference's, and an event that comes alone must be written as one
+// member shared by every compressed watcher of that encoding.
 
 // frameEncodings are the encodings a watch can negotiate, the conversion's
 // group version included where it could matter.
@@ -113,6 +121,7 @@ func (r *recordingResponse) Write(p []byte) (int, error) {
 type frameWatcher struct {
 	name string
 	enc  int
+	gzip bool
 	cols *columns
 	w    *fanout.Watcher
 	ew   *eventWriter
@@ -149,6 +158,7 @@ type frameModel struct {
 // sharedKey is one event as one encoding writes it.
 type sharedKey struct {
 	enc  int
+	gzip bool
 	cols *columns
 	o    *object.Object
 	typ  watch.EventType
@@ -280,46 +290,62 @@ func (m *frameModel) addWatchers(prefix, rv string) {
 	for e, out := range frameEncodings() {
 		for s, sel := range frameSelectors {
 			for _, initial := range []bool{false, true} {
-				opts := &metainternalversion.ListOptions{}
-				var err error
-				if opts.LabelSelector, err = labels.Parse(sel.labels); err != nil {
-					m.t.Fatal(err)
-				}
-				if opts.FieldSelector, err = fields.ParseSelector(sel.fields); err != nil {
-					m.t.Fatal(err)
-				}
-				fs := func() *fieldSet { return fieldsOf(podKind, true, nil, false) }
-				selector, err := newSelector(opts, sel.namespace, fs, m.ix.IndexNames(), map[string]string{"spec.nodeName": "node"})
-				if err != nil {
-					m.t.Fatal(err)
-				}
-				wopts := fanout.WatchOptions{Selection: selector.sel, SendInitialEvents: initial, AllowBookmarks: initial || s%2 == 0}
-				if !initial {
-					wopts.ResourceVersion = rv
-				}
-				w, items, at, err := m.hub.Watch(wopts)
-				if err != nil {
-					m.t.Fatal(err)
-				}
-				m.t.Cleanup(w.Close)
-				rec := &recordingResponse{header: http.Header{}}
-				fw := &frameWatcher{
-					name: fmt.Sprintf("%s %+v %+v initial=%v", prefix, out, sel, initial),
-					enc:  e, w: w, rec: rec, out: &out,
-				}
-				fw.ew = newEventWriter(m.h, m.res, rec, fw.out)
-				if out.as == asTable {
-					fw.cols = m.cols[s%2]
-					fw.ew.cols = fw.cols
-				}
-				m.ws = append(m.ws, fw)
-				m.write(fw, items)
-				if initial {
-					fw.ew.bookmark(at, true)
-					m.reference(fw, []fanout.Item{{Type: watch.Bookmark, ResourceVersion: at}}, true)
+				m.addWatcher(prefix, rv, e, out, s, sel, initial, false)
+				if out.as != asTable && out.as != asNothing {
+					m.addWatcher(prefix, rv, e, out, s, sel, initial, true)
 				}
 			}
 		}
+	}
+}
+
+// addWatcher starts one watcher, compressed (gz) or not.
+func (m *frameModel) addWatcher(prefix, rv string, e int, out output, s int, sel struct{ namespace, labels, fields string }, initial, gz bool) {
+	opts := &metainternalversion.ListOptions{}
+	var err error
+	if opts.LabelSelector, err = labels.Parse(sel.labels); err != nil {
+		m.t.Fatal(err)
+	}
+	if opts.FieldSelector, err = fields.ParseSelector(sel.fields); err != nil {
+		m.t.Fatal(err)
+	}
+	fs := func() *fieldSet { return fieldsOf(podKind, true, nil, false) }
+	selector, err := newSelector(opts, sel.namespace, fs, m.ix.IndexNames(), map[string]string{"spec.nodeName": "node"})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	wopts := fanout.WatchOptions{Selection: selector.sel, SendInitialEvents: initial, AllowBookmarks: initial || s%2 == 0}
+	if !initial {
+		wopts.ResourceVersion = rv
+	}
+	w, items, at, err := m.hub.Watch(wopts)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.t.Cleanup(w.Close)
+	rec := &recordingResponse{header: http.Header{}}
+	fw := &frameWatcher{
+		name: fmt.Sprintf("%s %+v %+v initial=%v gzip=%v", prefix, out, sel, initial, gz),
+		enc:  e, gzip: gz, w: w, rec: rec, out: &out,
+	}
+	if gz {
+		fg := &flushGzip{ResponseWriter: rec}
+		fg.WriteHeader(http.StatusOK)
+		fw.ew = newEventWriter(m.h, m.res, fg, fw.out)
+		fw.ew.gzip = fg
+	} else {
+		fw.ew = newEventWriter(m.h, m.res, rec, fw.out)
+	}
+	if out.as == asTable {
+		fw.cols = m.cols[s%2]
+		fw.ew.cols = fw.cols
+	}
+	m.ws = append(m.ws, fw)
+	m.write(fw, items)
+	if initial {
+		fw.ew.bookmark(at, true)
+		fw.ew.flush() // as a watch flushes after it
+		m.reference(fw, []fanout.Item{{Type: watch.Bookmark, ResourceVersion: at}}, true)
 	}
 }
 
@@ -376,7 +402,7 @@ func (m *frameModel) write(fw *frameWatcher, items []fanout.Item) {
 			continue
 		}
 		big := fw.rec.writes[from]
-		k := sharedKey{enc: fw.enc, cols: fw.cols, o: it.Object, typ: it.Type, at: m.clock.Unix()}
+		k := sharedKey{enc: fw.enc, gzip: fw.gzip, cols: fw.cols, o: it.Object, typ: it.Type, at: m.clock.Unix()}
 		if m.shared[k] == nil {
 			m.shared[k] = map[*byte]bool{}
 		}
@@ -396,7 +422,19 @@ func (m *frameModel) check() {
 	t := m.t
 	delivered := 0
 	for _, fw := range m.ws {
-		if diff := cmp.Diff(string(fw.want), string(fw.rec.buf)); diff != "" {
+		got := fw.rec.buf
+		if fw.gzip {
+			// flushGzip ends every member at a flush: all of it reads.
+			z, err := gzip.NewReader(bytes.NewReader(got))
+			if err == nil {
+				got, err = io.ReadAll(z)
+			}
+			if err != nil {
+				t.Errorf("%s: the compressed stream does not read: %v", fw.name, err)
+				continue
+			}
+		}
+		if diff := cmp.Diff(string(fw.want), string(got)); diff != "" {
 			t.Errorf("%s: the frames differ from those encoded for it alone (-alone +shared):\n%s", fw.name, diff)
 		}
 		if fw.out.as != asNothing {
@@ -410,15 +448,18 @@ func (m *frameModel) check() {
 	if !m.checkShared {
 		return
 	}
-	many := 0
+	many, members := 0, 0
 	for k, at := range m.shared {
 		if len(at) > 1 {
-			t.Errorf("%s %s of %s (encoding %+v) written from %d copies, want one shared by every watcher", k.typ, k.o.ResourceVersion, k.o.Name, frameEncodings()[k.enc], len(at))
+			t.Errorf("%s %s of %s (encoding %+v, gzip %v) written from %d copies, want one shared by every watcher", k.typ, k.o.ResourceVersion, k.o.Name, frameEncodings()[k.enc], k.gzip, len(at))
 		}
 		many++
+		if k.gzip {
+			members++
+		}
 	}
-	if many == 0 {
-		t.Fatal("no event shared")
+	if many == 0 || members == 0 {
+		t.Fatalf("%d events shared, %d of them as gzip members: want both", many, members)
 	}
 }
 

@@ -129,6 +129,12 @@ type Options struct {
 	// answers and WatchList streams are gzipped for clients that accept
 	// it, as the API server's (withCompression).
 	DisableCompression bool
+	// HTTP2MaxStreams bounds the concurrent streams of one HTTP/2
+	// connection (MAX_CONCURRENT_STREAMS): a client with more requests
+	// open, such as a process whose informers share one transport, opens
+	// another connection. 0: MaxWatches + http2OtherStreams, every watch
+	// on one connection.
+	HTTP2MaxStreams int
 	// DiscoveryTTL is how long a CRD's printer columns are reused.
 	DiscoveryTTL time.Duration
 	Observer     Observer

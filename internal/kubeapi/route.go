@@ -47,6 +47,9 @@ type facts struct {
 	impersonation http.Header
 	// out is what a cached read answers in, negotiated by serve.
 	out *output
+	// gzip is a compressed WatchList's writer (withCompression), which a
+	// watch offers the shared gzip member of a frame it writes alone.
+	gzip *flushGzip
 }
 
 type factsKey struct{}

@@ -52,7 +52,7 @@ func (h *Handler) Server() *http.Server {
 		IdleTimeout:       idleTimeout,
 		Protocols:         new(http.Protocols),
 		HTTP2: &http.HTTP2Config{
-			MaxConcurrentStreams:          h.opts.MaxWatches + http2OtherStreams,
+			MaxConcurrentStreams:          h.http2MaxStreams(),
 			MaxReadFrameSize:              http2FrameSize,
 			MaxReceiveBufferPerStream:     http2StreamWindow,
 			MaxReceiveBufferPerConnection: http2ConnWindow,
@@ -70,4 +70,12 @@ func (h *Handler) Server() *http.Server {
 		panic(fmt.Sprintf("kubeapi: configure HTTP/2: %v", err))
 	}
 	return srv
+}
+
+// http2MaxStreams is a connection's MAX_CONCURRENT_STREAMS.
+func (h *Handler) http2MaxStreams() int {
+	if h.opts.HTTP2MaxStreams > 0 {
+		return h.opts.HTTP2MaxStreams
+	}
+	return h.opts.MaxWatches + http2OtherStreams
 }

@@ -77,6 +77,7 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, f *facts) {
 	}
 	watcher, items, at, err := res.Hub().Watch(wopts)
 	ew := newEventWriter(h, res, w, f.out)
+	ew.gzip = f.gzip
 	if f.out.as == asTable {
 		ew.cols = h.columns.get(r.Context(), res.Resolved().GVR)
 	}

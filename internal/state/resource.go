@@ -366,9 +366,9 @@ func (r *Resource) fill(db *bolt.DB, cp indexer.Checkpoint, next position) error
 	if err != nil {
 		return err
 	}
-	after := ""
 	for {
-		objs, more := cp.Base.Page(after, "", fullChunk, nil)
+		// Taken, not read: each written page is let go of (TakeBase).
+		objs := cp.TakeBase(fullChunk)
 		if len(objs) == 0 {
 			break
 		}
@@ -388,10 +388,6 @@ func (r *Resource) fill(db *bolt.DB, cp indexer.Checkpoint, next position) error
 		if err != nil {
 			return err
 		}
-		if !more {
-			break
-		}
-		after = objs[len(objs)-1].Key
 	}
 	for evs := cp.Events; len(evs) > 0; {
 		n := min(len(evs), fullChunk)
