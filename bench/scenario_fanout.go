@@ -9,11 +9,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
+	"k8s.io/client-go/rest"
+
 	"github.com/informerd/informerd/internal/testenv"
 )
 
@@ -190,6 +193,22 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 				return s, err
 			}
 
+			// (a'') the same informers over TLS, where client-go speaks
+			// HTTP/2: every watch a stream of one connection, against (a')'s
+			// connection per watch. Another informerd, the same but for
+			// its TLS listener, measured in (a')'s place.
+			if err := b.overTLS(func() error {
+				w, err := informerWatchers(ctx, b.informerd.kubeAPI, b.ns, n, b.pods, b.nodes)
+				if err != nil {
+					return err
+				}
+				defer w.close()
+				_, _, err = b.informerdPhases(ctx, t, run, n, w, overKubeAPITLS, phases, ingest, sameRate)
+				return err
+			}); err != nil {
+				return s, fmt.Errorf("the Kubernetes API over TLS: %w", err)
+			}
+
 			// (b) kube-apiserver.
 			w, err = apiWatchers(ctx, b.cluster, b.ns, n, b.nodes)
 			if err != nil {
@@ -296,7 +315,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 		servingLayer
 		target string
 		met    func(float64) bool
-	}{{overGRPC, "≥ 3×", func(r float64) bool { return r >= 3 }}, {overKubeAPI, "", nil}} {
+	}{{overGRPC, "≥ 3×", func(r float64) bool { return r >= 3 }}, {overKubeAPI, "", nil}, {overKubeAPITLS, "", nil}} {
 		for _, ph := range phases {
 			at := []Label{{"watchers", nmax}, {"phase", ph.name}}
 			for _, m := range []struct{ inf, api, what string }{
@@ -335,6 +354,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 		"profiled serving: a CPU profile of informerd and of kube-apiserver over each phase's writes; the share of its CPU time in samples whose stack holds watch-serving code (informerd: the Watch handler, the fan-out hub, grpc's connection writer; kube-apiserver: the watch handler, the watch cache's per-watcher work and dispatch, the HTTP/2 connection writer, which also carries the writes' small responses), applied to the process's CPU. The garbage collector's own goroutines are left out of both, so both are lower bounds; the ratio is not poorly conditioned as the subtraction is.",
 		"with GC: the profiled serving share plus the garbage collector's share of CPU (its mark, sweep and scavenge goroutines: GC %) times the share of the bytes the server allocated during the phase in serving code (serving allocs %, from an allocation profile over the same writes): the collector's work is caused by what is allocated.",
 		"informerd Kubernetes API: the same informerd serving the same watchers on its Kubernetes API (`--kube-api-address`, plain HTTP on loopback, `--auth-mode none`) to unmodified client-go pod informers, one SharedInformerFactory per watcher with `fieldSelector=spec.nodeName=<its node>`, in the harness's process (so, unlike the other watchers, which read only each event's resourceVersion, they decode every pod, on the same cores). Over plain HTTP client-go speaks HTTP/1.1, so each watch has a connection of its own. Its `max` phase writes at the rate informerd's gRPC run achieved, as kube-apiserver's does; its serving CPU subtracts the same no-watcher ingest cost; its profiled serving code is the Kubernetes API's watch handler (which also writes to the connection, over HTTP/1.1) and the fan-out hub. Its ratios to kube-apiserver are reported with no target.",
+		"informerd Kubernetes API (TLS, HTTP/2): the same informers and phases, on a second informerd that caches the same pods and serves its Kubernetes API over TLS (`--kube-api-tls-self-signed`), so that client-go speaks HTTP/2 and every watch is a stream of one connection; measured in the first informerd's place (its CPU, profiles and ingest cost per write, the first's, as both run the same ingest), while the first stays up, idle but for ingesting the same writes. Its profiled serving code adds HTTP/2's connection writer (x/net's serverConn), which writes the frames the handlers hand it.",
 		"delay: from the write's acknowledgement to each watcher's receipt (an event that arrives before the acknowledgement counts as 0); for the floor, from generation.",
 		"All processes (etcd, kube-apiserver, informerd, the clients) share the machine's cores, so absolute rates are bounded by it; compare within a row group.",
 		projectedFanOutNote(b))
@@ -352,7 +372,32 @@ type servingLayer struct {
 var (
 	overGRPC    = servingLayer{"informerd", "informerd", informerdServing}
 	overKubeAPI = servingLayer{"informerd Kubernetes API", "informerd-kubeapi", kubeAPIServing}
+	// overKubeAPITLS is the Kubernetes API over TLS, HTTP/2 (overTLS).
+	overKubeAPITLS = servingLayer{"informerd Kubernetes API (TLS, HTTP/2)", "informerd-kubeapi-tls", kubeAPIServingHTTP2}
 )
+
+// overTLS runs measure with b.informerd replaced by an informerd that
+// serves its Kubernetes API over TLS (a self-signed certificate, so client-go
+// speaks HTTP/2) and caches the same pods, then stops it and puts the first
+// back. The first keeps running, ingesting the same writes, idle.
+func (b *bench) overTLS(measure func() error) error {
+	dir := filepath.Join(b.dir, "fanout-tls")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	ca := filepath.Join(dir, "ca.crt")
+	d, err := startInformerd(b.informerdBin, b.cluster, dir, podsConfig(b.ns), "--kube-api-tls-self-signed="+ca)
+	if err != nil {
+		return err
+	}
+	defer d.stop()
+	d.kubeAPI.Host = "https://" + strings.TrimPrefix(d.kubeAPI.Host, "http://")
+	d.kubeAPI.TLSClientConfig = rest.TLSClientConfig{CAFile: ca}
+	plain := b.informerd
+	b.informerd = d
+	defer func() { b.informerd = plain }()
+	return measure()
+}
 
 // informerdPhases measures the phases with w watching informerd through
 // layer, each phase writing at rate(ph), and adds a row per phase: the
@@ -543,7 +588,10 @@ var (
 		"github.com/informerd/informerd/internal/kubeapi.(*eventWriter).",
 		"github.com/informerd/informerd/internal/fanout.",
 	}
-	apiServerServing = []string{
+	// Over HTTP/2 the connection's writer (x/net's serverConn) writes
+	// the frames the handlers hand it.
+	kubeAPIServingHTTP2 = append(slices.Clone(kubeAPIServing), "golang.org/x/net/http2.(*serverConn).")
+	apiServerServing    = []string{
 		"k8s.io/apiserver/pkg/endpoints/handlers.(*WatchServer).",
 		"k8s.io/apiserver/pkg/storage/cacher.(*cacheWatcher).",
 		"k8s.io/apiserver/pkg/storage/cacher.(*Cacher).dispatchEvent",
