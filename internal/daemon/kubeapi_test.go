@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -228,5 +229,71 @@ func TestKubeAPIWithClientCertificates(t *testing.T) {
 	_, err := app.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "client certificate") {
 		t.Errorf("list of an uncached resource with a certificate only: %v, want 403 saying why", err)
+	}
+}
+
+// TestKubeAPIShutdownRefusesNoWatch: when informerd stops, the watches
+// over its Kubernetes API end only once its listener is closed and its
+// HTTP/2 connections told GOAWAY, so that a client watching again at once
+// (as client-go does) is not answered 429 by the stopping process but
+// fails to connect, and retries until the next one listens. 20 watches
+// share one HTTP/2 connection and each watches again the moment its
+// stream ends.
+func TestKubeAPIShutdownRefusesNoWatch(t *testing.T) {
+	const ns = "kube-api-stop"
+	namespaceWithConfigMap(t, ns)
+	o := daemon.NewOptions()
+	o.RestConfig = env.Config
+	o.Config = parse(t, "resources: [{resource: configmaps, namespace: "+ns+"}]")
+	o.GRPCAddress, o.MetricsAddress, o.KubeAPIAddress = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	d, stop := start(t, o)
+	addr := strings.TrimPrefix(d.KubeAPIURL(), "http://")
+	client := &http.Client{Transport: h2cTransport((&net.Dialer{}).DialContext)}
+	url := "http://" + addr + "/api/v1/namespaces/" + ns + "/configmaps?watch=true&resourceVersion=0"
+	testenv.Eventually(t, time.Minute, "the cache to serve", func() bool {
+		resp, err := client.Get("http://" + addr + "/api/v1/namespaces/" + ns + "/configmaps")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	const watches = 20
+	opened := make(chan error, watches)
+	again := make(chan string, watches)
+	for range watches {
+		go func() {
+			resp, err := client.Get(url)
+			if err == nil && resp.StatusCode != http.StatusOK {
+				err = errors.New(resp.Status)
+			}
+			opened <- err
+			if err != nil {
+				return
+			}
+			// The initial ADDED, then nothing until informerd stops.
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			resp, err = client.Get(url)
+			if err != nil {
+				again <- "" // not answered: the wanted outcome
+				return
+			}
+			resp.Body.Close()
+			again <- resp.Status
+		}()
+	}
+	for range watches {
+		if err := <-opened; err != nil {
+			t.Fatalf("a watch: %v", err)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for range watches {
+		if status := <-again; status != "" {
+			t.Errorf("a watch sent while informerd stopped was answered %s, want no answer (a refused connection)", status)
+		}
 	}
 }

@@ -105,14 +105,30 @@ func (d *Daemon) stopGRPC() {
 	}
 }
 
-// stopKubeAPI ends the Kubernetes API's watches (their clients watch again
-// from their last resourceVersion), then lets other requests finish within
-// the shutdown timeout and cuts them after it.
+// stopKubeAPI closes the Kubernetes API's listener and tells its HTTP/2
+// clients GOAWAY, then ends its watches (their clients watch again from
+// their last resourceVersion), lets other requests finish within the
+// shutdown timeout and cuts them after it. In that order a client that
+// watches again opens a new connection, refused until the next process
+// listens, and is answered there; with the watches ended first, it would
+// send the new watch on the connection it has, to this process, and be
+// sent back with a 429 (kubeapi's answer while stopping), one refusal per
+// informer of a warm restart.
 func (d *Daemon) stopKubeAPI() {
-	d.kubeAPI.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), d.shutdownTimeout)
 	defer cancel()
-	if err := d.kubeSrv.Shutdown(ctx); err != nil {
+	// Shutdown calls its hooks once the listener is closed; x/net's
+	// hook, registered beside this one, sends the GOAWAYs.
+	closed := make(chan struct{})
+	d.kubeSrv.RegisterOnShutdown(func() { close(closed) })
+	done := make(chan error, 1)
+	go func() { done <- d.kubeSrv.Shutdown(ctx) }()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+	}
+	d.kubeAPI.Stop()
+	if err := <-done; err != nil {
 		_ = d.kubeSrv.Close()
 	}
 }
