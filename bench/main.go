@@ -102,7 +102,7 @@ var modes = map[string]bench{
 	"full": {runs: 3, pods: 10000, nodes: 100, watchers: []int{10, 100, 1000}, phaseTime: 15 * time.Second, pacedTime: time.Minute, memorySizes: []int{10000, 50000}, memorySettle: 5 * time.Second, memoryChurn: time.Minute, sidecars: []int{10, 50}, lists: 1000, relistPods: 500, relistN: 1000, relistSettle: 30 * time.Second,
 		restartPods: []int{10000, 50000}, restartN: 1000, restartPreWrites: 50, restartDownWrites: 100, restartPhase: 20 * time.Second,
 		tiersNodes: 20, tiersPerNode: 50, tiersPods: 10000, tiersPhase: time.Minute, herdN: 5000,
-		capacityNodes: 1000, capacityPerNode: 10, capacityPods: 10000, capacityChildren: 4, capacitySync: 5 * time.Minute, capacityPhase: time.Minute, capacityDownWrites: 100, scalePods: 200000},
+		capacityNodes: 1000, capacityPerNode: 10, capacityPods: 10000, capacityChildren: 10, capacitySync: 5 * time.Minute, capacityPhase: time.Minute, capacityDownWrites: 100, scalePods: 200000},
 }
 
 // largest is the largest watcher count (b.watchers is sorted): its
@@ -124,7 +124,7 @@ func main() {
 	memorySizes := flag.String("memory-sizes", "", "comma-separated pod counts for the memory scenario, overriding the mode's")
 	scalePods := flag.Int("scale-pods", 0, "pods of the scale scenario, overriding the mode's (200,000 in full mode)")
 	extra := flag.String("informerd-args", "", "space-separated flags added to each informerd over kube-apiserver, e.g. -informerd-args=--api-server-watch-http2 (the report's command line records them)")
-	children := flag.Int("capacity-children", 0, "bench/fleet processes the capacity scenario's informers run in (default: the mode's, 4 outside smoke)")
+	children := flag.Int("capacity-children", 0, "bench/fleet processes the capacity scenario's informers run in (default: the mode's: 2 smoke, 4 short, 10 full)")
 	variants := flag.String("capacity-variants", "grpc,kubeapi,apiserver", "comma-separated variants of the capacity scenario to measure: grpc, kubeapi, apiserver")
 	only := flag.String("scenarios", "fanout,memory,sidecars,list,slow,relist,restart,tiers,herd,capacity,scale", "comma-separated scenarios to run")
 	flag.Parse()
