@@ -103,11 +103,13 @@ type memoryReturner struct {
 	// the stored bytes have fallen by compressedReturn and held for a
 	// poll (within 1%), that memory is returned too.
 	storedAtReturn, lastStored int64
-	// fullWrites is the caches' whole-state writes (--state-dir) at the
-	// last return. A full write holds the objects of its checkpoint until
-	// it has written them, after the list's return and the compression's:
-	// once one ends, what it held is returned too.
-	fullWrites int64
+	// fullWrites is each resource's whole-state writes (--state-dir), by
+	// its configured name, at the last return. A full write holds the
+	// objects of its checkpoint until it has written them, after the
+	// list's return and the compression's: once a large one ends (a state
+	// of compressedReturnBytes or more), what it held is returned too.
+	// Smaller ones wait for the next return.
+	fullWrites map[string]int64
 }
 
 // compressedReturn is how far the cached objects' stored bytes must fall,
@@ -142,7 +144,8 @@ func (m *memoryReturner) Run(ctx context.Context) error {
 // due says why memory should be returned now ("initial sync", "relist"),
 // or "" when it should not.
 func (m *memoryReturner) due(reports []pipeline.Report) string {
-	var relists, stored, fullWrites int64
+	var relists, stored int64
+	written := false // a large whole-state write ended since the last return
 	cacheRVs := make([]uint64, len(reports))
 	upstreamRVs := make([]uint64, len(reports))
 	for i, r := range reports {
@@ -151,8 +154,8 @@ func (m *memoryReturner) due(reports []pipeline.Report) string {
 		}
 		cacheRVs[i] = parseRV(r.Cache.ResourceVersion)
 		stored += r.Cache.StoredBytes
-		if r.State != nil {
-			fullWrites += r.State.FullWrites
+		if r.State != nil && r.State.FullWrites > m.fullWrites[r.Configured] && r.State.Bytes >= compressedReturnBytes {
+			written = true
 		}
 		if r.Upstream != nil {
 			relists += r.Upstream.Relists.Load()
@@ -167,11 +170,13 @@ func (m *memoryReturner) due(reports []pipeline.Report) string {
 	if m.returned && relists == m.relists {
 		fell := m.storedAtReturn - stored
 		if settled && fell >= compressedReturnBytes && float64(fell) >= compressedReturnShare*float64(m.storedAtReturn) {
-			m.storedAtReturn, m.fullWrites = stored, fullWrites
+			m.storedAtReturn = stored
+			m.noteWrites(reports)
 			return "compression"
 		}
-		if fullWrites > m.fullWrites {
-			m.storedAtReturn, m.fullWrites = stored, fullWrites
+		if written {
+			m.storedAtReturn = stored
+			m.noteWrites(reports)
 			return "state write"
 		}
 		return ""
@@ -189,8 +194,19 @@ func (m *memoryReturner) due(reports []pipeline.Report) string {
 	if !m.returned {
 		reason = "initial sync"
 	}
-	m.returned, m.relists, m.pending, m.storedAtReturn, m.fullWrites = true, relists, -1, stored, fullWrites
+	m.returned, m.relists, m.pending, m.storedAtReturn = true, relists, -1, stored
+	m.noteWrites(reports)
 	return reason
+}
+
+// noteWrites records each resource's whole-state writes at a return.
+func (m *memoryReturner) noteWrites(reports []pipeline.Report) {
+	m.fullWrites = make(map[string]int64, len(reports))
+	for _, r := range reports {
+		if r.State != nil {
+			m.fullWrites[r.Configured] = r.State.FullWrites
+		}
+	}
 }
 
 // parseRV reads a resourceVersion as a number; 0 for one that is not.

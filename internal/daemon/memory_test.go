@@ -103,13 +103,22 @@ func TestMemoryReturnerCompression(t *testing.T) {
 	}
 }
 
-// TestMemoryReturnerStateWrite: a whole-state write (--state-dir) that
-// ends after the first return has let go of its checkpoint's objects;
-// that memory is returned, once per write.
+// TestMemoryReturnerStateWrite: a large whole-state write (--state-dir)
+// that ends after the first return has let go of its checkpoint's
+// objects; that memory is returned, once per write. A small state's write
+// is not worth a collection of its own.
 func TestMemoryReturnerStateWrite(t *testing.T) {
+	const big = 64 << 20
 	at := func(full int64) []pipeline.Report {
-		r := reports(resource{true, "10", "10", 1})
-		r[0].State = &state.Stats{FullWrites: full}
+		r := reports(resource{true, "10", "10", 1}, resource{true, "20", "20", 1})
+		r[0].Configured, r[1].Configured = "pods", "configmaps"
+		r[0].State = &state.Stats{FullWrites: full, Bytes: big}
+		r[1].State = &state.Stats{FullWrites: full, Bytes: 1 << 20}
+		return r
+	}
+	small := func(full int64) []pipeline.Report {
+		r := at(1)
+		r[1].State.FullWrites = full
 		return r
 	}
 	steps := []struct {
@@ -126,6 +135,23 @@ func TestMemoryReturnerStateWrite(t *testing.T) {
 		{"nothing new after it", at(2), ""},
 	}
 	m := newMemoryReturner(nil, time.Second, slog.New(slog.DiscardHandler))
+	for _, s := range steps {
+		if got := m.due(s.reports); got != s.want {
+			t.Errorf("%s: due = %q, want %q", s.name, got, s.want)
+		}
+	}
+	// Only the small state written: no return.
+	m = newMemoryReturner(nil, time.Second, slog.New(slog.DiscardHandler))
+	steps = []struct {
+		name    string
+		reports []pipeline.Report
+		want    string
+	}{
+		{"synced, first seen", small(0), ""},
+		{"synced, held", small(0), "initial sync"},
+		{"the small state written", small(1), ""},
+		{"written again", small(2), ""},
+	}
 	for _, s := range steps {
 		if got := m.due(s.reports); got != s.want {
 			t.Errorf("%s: due = %q, want %q", s.name, got, s.want)

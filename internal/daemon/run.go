@@ -105,6 +105,10 @@ func (d *Daemon) stopGRPC() {
 	}
 }
 
+// goAwayGrace is how long the Kubernetes API's watches outlive its
+// GOAWAYs at shutdown (stopKubeAPI).
+const goAwayGrace = 200 * time.Millisecond
+
 // stopKubeAPI closes the Kubernetes API's listener and tells its HTTP/2
 // clients GOAWAY, then ends its watches (their clients watch again from
 // their last resourceVersion), lets other requests finish within the
@@ -113,7 +117,8 @@ func (d *Daemon) stopGRPC() {
 // listens, and is answered there; with the watches ended first, it would
 // send the new watch on the connection it has, to this process, and be
 // sent back with a 429 (kubeapi's answer while stopping), one refusal per
-// informer of a warm restart.
+// informer of a warm restart. The order is as good as x/net allows (see
+// goAwayGrace).
 func (d *Daemon) stopKubeAPI() {
 	ctx, cancel := context.WithTimeout(context.Background(), d.shutdownTimeout)
 	defer cancel()
@@ -125,6 +130,15 @@ func (d *Daemon) stopKubeAPI() {
 	go func() { done <- d.kubeSrv.Shutdown(ctx) }()
 	select {
 	case <-closed:
+	case <-ctx.Done():
+	}
+	// The GOAWAYs are written by each connection's own goroutine, which
+	// the hooks only ask to (x/net tells nobody when it has): the watches
+	// end a moment later, so that a client reads the GOAWAY before its
+	// watch's end, as a rule. One that still sends its next watch on the
+	// old connection first is answered 429 and retries, as before.
+	select {
+	case <-time.After(goAwayGrace):
 	case <-ctx.Done():
 	}
 	d.kubeAPI.Stop()
