@@ -31,6 +31,13 @@ const (
 	colScaleFull    = "full list s"
 	colScaleStored  = "stored bytes/pod"
 	colScaleJSON    = "JSON bytes/pod"
+	// colScaleSlack and colScaleIdle tell where anonymous RSS above the
+	// heap is, right after the heap reading's forced collections: slack,
+	// the free room inside spans that hold live objects (heap in use less
+	// heap allocated: fragmentation); idle, free spans the runtime keeps
+	// and has not returned to the OS.
+	colScaleSlack = "span slack bytes/pod"
+	colScaleIdle  = "idle unreturned bytes/pod"
 
 	colCheckSecs     = "integrity check s"
 	colCheckCPU      = "integrity check informerd CPU-s"
@@ -59,7 +66,7 @@ func scale(ctx context.Context, b *bench) (Scenario, error) {
 		Name:  "scale",
 		Title: fmt.Sprintf("Scale: %d pods", b.scalePods),
 		Plot:  colScaleHeap,
-		Columns: []string{colScaleHeap, colScaleRSS, colScaleAnon, colScaleStored, colScaleJSON, colScaleSync, colScaleListP50, colScaleListP99, colScaleFull,
+		Columns: []string{colScaleHeap, colScaleRSS, colScaleAnon, colScaleSlack, colScaleIdle, colScaleStored, colScaleJSON, colScaleSync, colScaleListP50, colScaleListP99, colScaleFull,
 			colScaleHeapMiB, colScaleRSSMiB, colCheckSecs, colCheckCPU, colCheckRequests, colCheckMiB},
 	}
 	t := newTable()
@@ -213,6 +220,12 @@ func (b *bench) scaleMeasure(ctx context.Context, t *table, labels []Label, d *d
 	t.add(labels, colScaleRSSMiB, f.rss/(1<<20))
 	t.add(labels, colScaleStored, stored/n)
 	t.add(labels, colScaleJSON, jsonPod)
+	if m, err := scrape(ctx, d.metricsURL); err == nil {
+		inuse, alloc := m.sum("go_memstats_heap_inuse_bytes", nil), m.sum("go_memstats_heap_alloc_bytes", nil)
+		idle, released := m.sum("go_memstats_heap_idle_bytes", nil), m.sum("go_memstats_heap_released_bytes", nil)
+		t.add(labels, colScaleSlack, (inuse-alloc)/n)
+		t.add(labels, colScaleIdle, (idle-released)/n)
+	}
 	var lat []float64
 	for i := range b.lists {
 		began := time.Now()

@@ -47,20 +47,24 @@ func (d *discardResponse) FlushError() error           { d.flushes++; return nil
 // flushed to one watcher, into a response that keeps nothing (net/http's
 // own costs are not counted). Each watcher's writer is built before the
 // loop, as a watch builds it once; a Table watcher is past its first
-// event.
+// event. The gzip cases are compressed WatchLists, one gzip member per
+// flush, each event's member shared by its watchers.
 func BenchmarkWatchFrames(b *testing.B) {
 	objs := benchObjects(b, 200)
 	podPrinter, _ := printers.For(schema.GroupResource{Resource: "pods"})
 	encodings := []struct {
 		name string
 		out  output
+		gzip bool // a compressed WatchList: one gzip member per flush
 	}{
-		{"json", output{}},
-		{"json drop managedFields", output{dropManagedFields: true}},
-		{"metadata", output{as: asMetadata, metaGV: metav1.SchemeGroupVersion}},
-		{"protobuf", output{media: mediaProtobuf}},
-		{"protobuf metadata", output{media: mediaProtobuf, as: asMetadata, metaGV: metav1.SchemeGroupVersion}},
-		{"table", output{as: asTable, metaGV: metav1.SchemeGroupVersion, table: tableOptions{include: metav1.IncludeMetadata}}},
+		{"protobuf gzip", output{media: mediaProtobuf}, true},
+		{"json gzip", output{}, true},
+		{"json", output{}, false},
+		{"json drop managedFields", output{dropManagedFields: true}, false},
+		{"metadata", output{as: asMetadata, metaGV: metav1.SchemeGroupVersion}, false},
+		{"protobuf", output{media: mediaProtobuf}, false},
+		{"protobuf metadata", output{media: mediaProtobuf, as: asMetadata, metaGV: metav1.SchemeGroupVersion}, false},
+		{"table", output{as: asTable, metaGV: metav1.SchemeGroupVersion, table: tableOptions{include: metav1.IncludeMetadata}}, false},
 	}
 	for _, enc := range encodings {
 		b.Run(enc.name, func(b *testing.B) {
@@ -70,7 +74,14 @@ func BenchmarkWatchFrames(b *testing.B) {
 			sinks := make([]*discardResponse, benchWatchers)
 			for i := range writers {
 				sinks[i] = &discardResponse{header: http.Header{}}
-				writers[i] = benchEventWriter(h, &enc.out, cols, sinks[i])
+				if enc.gzip {
+					fg := &flushGzip{ResponseWriter: sinks[i]}
+					fg.WriteHeader(http.StatusOK)
+					writers[i] = benchEventWriter(h, &enc.out, cols, fg)
+					writers[i].gzip = fg
+				} else {
+					writers[i] = benchEventWriter(h, &enc.out, cols, sinks[i])
+				}
 				writers[i].headed = true // past the first event of a Table watch
 			}
 			items := make([]fanout.Item, 1)
