@@ -594,3 +594,22 @@ func kubeList(t *testing.T, url string) (int, map[string]string, string) {
 	}
 	return resp.StatusCode, out, resp.Header.Get("Retry-After")
 }
+
+// TestProgressReportsState: the figures the memory returner polls
+// (Caches().Progress()) carry each resource's configured name and its
+// durable state's, so that a whole-state write's end is seen there (the
+// returner returns what the write's checkpoint held).
+func TestProgressReportsState(t *testing.T) {
+	const ns = "progress-state"
+	namespaceWithConfigMap(t, ns)
+	o := daemon.NewOptions()
+	o.RestConfig = env.Config
+	o.Config = parse(t, "resources: [{resource: configmaps, namespace: "+ns+"}]")
+	o.GRPCAddress, o.MetricsAddress = "127.0.0.1:0", "127.0.0.1:0"
+	o.StateDir = filepath.Join(t.TempDir(), "state")
+	d, _ := start(t, o)
+	testenv.Eventually(t, time.Minute, "the first whole state written, in Progress", func() bool {
+		p := d.Caches().Progress()
+		return len(p) == 1 && p[0].Configured == "configmaps" && p[0].State != nil && p[0].State.FullWrites >= 1 && p[0].State.Bytes > 0
+	})
+}

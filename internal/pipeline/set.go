@@ -157,18 +157,24 @@ func (s *Set) Reports() []Report {
 	return out
 }
 
-// Progress returns, in configuration order, each resource's cache figures
-// (Report.Status.Cache) and upstream counters (Report.Upstream) only: it
+// Progress returns, in configuration order, each resource's configured
+// name, cache figures (Report.Status.Cache), upstream counters
+// (Report.Upstream) and durable state's figures (Report.State) only: it
 // visits no watcher and reads no index, so a poller may call it often.
 func (s *Set) Progress() []Report {
 	out := make([]Report, len(s.pipelines))
 	for i, p := range s.pipelines {
 		out[i].Cache = p.index.Stats()
+		out[i].Configured = p.cfg.Resource
 		p.mu.Lock()
 		if p.refl != nil {
 			out[i].Upstream = p.refl.Signals()
 		}
 		p.mu.Unlock()
+		if p.state != nil {
+			st := p.state.Stats()
+			out[i].State = &st
+		}
 	}
 	return out
 }
