@@ -39,15 +39,29 @@ func reports(rs ...resource) []pipeline.Report {
 	return out
 }
 
+// dueStep is one poll of a memory returner: the reports it reads, and
+// the reason it should give to return memory ("" for none).
+type dueStep struct {
+	name    string
+	reports []pipeline.Report
+	want    string
+}
+
+// checkDue polls m with each step's reports in turn.
+func checkDue(t *testing.T, m *memoryReturner, steps []dueStep) {
+	t.Helper()
+	for _, s := range steps {
+		if got := m.due(s.reports); got != s.want {
+			t.Errorf("%s: due = %q, want %q", s.name, got, s.want)
+		}
+	}
+}
+
 // TestMemoryReturnerDue: memory is returned once every resource has
 // synced, once after each relist, and only once the relist's list is in
 // the cache.
 func TestMemoryReturnerDue(t *testing.T) {
-	steps := []struct {
-		name    string
-		reports []pipeline.Report
-		want    string
-	}{
+	steps := []dueStep{
 		{"one resource still syncing", reports(resource{true, "10", "10", 1}, resource{false, "", "", 0}), ""},
 		{"both synced, first seen", reports(resource{true, "10", "10", 1}, resource{true, "20", "20", 1}), ""},
 		{"both synced, held for a poll", reports(resource{true, "10", "10", 1}, resource{true, "20", "20", 1}), "initial sync"},
@@ -59,12 +73,7 @@ func TestMemoryReturnerDue(t *testing.T) {
 		{"two relists at once count once", reports(resource{true, "31", "40", 3}, resource{true, "20", "41", 2}), ""},
 		{"in the cache", reports(resource{true, "40", "40", 3}, resource{true, "41", "41", 2}), "relist"},
 	}
-	m := newMemoryReturner(nil, time.Second, slog.New(slog.DiscardHandler))
-	for _, s := range steps {
-		if got := m.due(s.reports); got != s.want {
-			t.Errorf("%s: due = %q, want %q", s.name, got, s.want)
-		}
-	}
+	checkDue(t, newMemoryReturner(nil, time.Second, slog.New(slog.DiscardHandler)), steps)
 }
 
 // TestMemoryReturnerCompression: once the cached objects' stored bytes
@@ -77,11 +86,7 @@ func TestMemoryReturnerCompression(t *testing.T) {
 		r[0].Cache.StoredBytes = stored
 		return r
 	}
-	steps := []struct {
-		name    string
-		reports []pipeline.Report
-		want    string
-	}{
+	steps := []dueStep{
 		{"synced, first seen", at(100 * mib), ""},
 		{"synced, held", at(100 * mib), "initial sync"},
 		{"cooling: fallen, still falling", at(60 * mib), ""},
@@ -95,12 +100,7 @@ func TestMemoryReturnerCompression(t *testing.T) {
 		{"a fall of 20 MiB, a third", at(40 * mib), ""},
 		{"held", at(40 * mib), "compression"},
 	}
-	m := newMemoryReturner(nil, time.Second, slog.New(slog.DiscardHandler))
-	for _, s := range steps {
-		if got := m.due(s.reports); got != s.want {
-			t.Errorf("%s: due = %q, want %q", s.name, got, s.want)
-		}
-	}
+	checkDue(t, newMemoryReturner(nil, time.Second, slog.New(slog.DiscardHandler)), steps)
 }
 
 // TestMemoryReturnerStateWrite: a large whole-state write (--state-dir)
@@ -121,11 +121,7 @@ func TestMemoryReturnerStateWrite(t *testing.T) {
 		r[1].State.FullWrites = full
 		return r
 	}
-	steps := []struct {
-		name    string
-		reports []pipeline.Report
-		want    string
-	}{
+	steps := []dueStep{
 		{"synced, first seen, writing", at(0), ""},
 		{"synced, held", at(0), "initial sync"},
 		{"still writing", at(0), ""},
@@ -134,31 +130,17 @@ func TestMemoryReturnerStateWrite(t *testing.T) {
 		{"another full write (the writer fell behind)", at(2), "state write"},
 		{"nothing new after it", at(2), ""},
 	}
-	m := newMemoryReturner(nil, time.Second, slog.New(slog.DiscardHandler))
-	for _, s := range steps {
-		if got := m.due(s.reports); got != s.want {
-			t.Errorf("%s: due = %q, want %q", s.name, got, s.want)
-		}
-	}
+	checkDue(t, newMemoryReturner(nil, time.Second, slog.New(slog.DiscardHandler)), steps)
 	// Only the small state written: no return.
-	m = newMemoryReturner(nil, time.Second, slog.New(slog.DiscardHandler))
-	steps = []struct {
-		name    string
-		reports []pipeline.Report
-		want    string
-	}{
+	steps = []dueStep{
 		{"synced, first seen", small(0), ""},
 		{"synced, held", small(0), "initial sync"},
 		{"the small state written", small(1), ""},
 		{"written again", small(2), ""},
 	}
-	for _, s := range steps {
-		if got := m.due(s.reports); got != s.want {
-			t.Errorf("%s: due = %q, want %q", s.name, got, s.want)
-		}
-	}
+	checkDue(t, newMemoryReturner(nil, time.Second, slog.New(slog.DiscardHandler)), steps)
 	// A write that ended before the first return is covered by it.
-	m = newMemoryReturner(nil, time.Second, slog.New(slog.DiscardHandler))
+	m := newMemoryReturner(nil, time.Second, slog.New(slog.DiscardHandler))
 	for i, want := range []string{"", "initial sync", ""} {
 		if got := m.due(at(1)); got != want {
 			t.Errorf("written before the sync's return, poll %d: due = %q, want %q", i, got, want)
