@@ -206,7 +206,7 @@ func apiPprof(ctx context.Context, c *cluster) pprofGet {
 }
 
 // saveProfile, with -profile and in the first run, writes a server's
-// profile of kind to capacity-<name>-<kind>.pprof in the profile folder,
+// profile of kind to <name>-<kind>.pprof in the profile folder,
 // in the background; the returned func waits for it. Otherwise it does
 // nothing.
 func saveProfile(b *bench, run int, name, kind string, seconds int, get pprofGet) (wait func()) {
@@ -216,7 +216,7 @@ func saveProfile(b *bench, run int, name, kind string, seconds int, get pprofGet
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		path := filepath.Join(b.profileDir, fmt.Sprintf("capacity-%s-%s.pprof", name, kind))
+		path := filepath.Join(b.profileDir, fmt.Sprintf("%s-%s.pprof", name, kind))
 		data, err := readProfile(func(s int) (io.ReadCloser, error) { return get(kind, s) }, seconds)
 		if err == nil {
 			err = os.MkdirAll(b.profileDir, 0o755)

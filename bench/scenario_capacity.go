@@ -194,11 +194,11 @@ func (c *capacityCase) grpc(ctx context.Context, run int) error {
 		return err
 	}
 	c.addFootprint(labels, before, after, n)
-	saveProfile(b, run, "grpc", "heap", 0, d.pprof)()
+	saveProfile(b, run, "capacity-grpc", "heap", 0, d.pprof)()
 	w.take()
 	own := ownDelay(ctx, d.metricsURL())
 	m := meterCPU(d.PID())
-	profiled := saveProfile(b, run, "grpc", "profile", int(b.capacityPhase.Seconds()), d.pprof)
+	profiled := saveProfile(b, run, "capacity-grpc", "profile", int(b.capacityPhase.Seconds()), d.pprof)
 	acks, err := churn(ctx, b.cluster, c.ns, b.capacityPods, b.capacityNodes, 100, b.capacityPhase)
 	if err != nil {
 		return err
@@ -350,7 +350,7 @@ func (c *capacityCase) fleetPhase(ctx context.Context, run int, f *informerFleet
 		return phaseResult{}, err
 	}
 	c.addFootprint(labels, before, after, f.n)
-	saveProfile(c.b, run, name, "heap", 0, get)()
+	saveProfile(c.b, run, "capacity-"+name, "heap", 0, get)()
 	if _, err := f.take(ctx); err != nil {
 		return phaseResult{}, err
 	}
@@ -362,13 +362,13 @@ func (c *capacityCase) fleetPhase(ctx context.Context, run int, f *informerFleet
 		own = ownDelay(ctx, metricsURL)
 	}
 	m := meterCPU(append([]int{serverPID}, f.pids()...)...)
-	profiled := saveProfile(c.b, run, name, "profile", int(c.b.capacityPhase.Seconds()), get)
+	profiled := saveProfile(c.b, run, "capacity-"+name, "profile", int(c.b.capacityPhase.Seconds()), get)
 	traced := func() {}
 	if name == "kubeapi" {
 		// An execution trace of the phase's start, for what a CPU profile
 		// cannot see, a flush that waits: `go tool trace -pprof=sync` and
 		// `-pprof=sched` read it.
-		traced = saveProfile(c.b, run, name, "trace", max(1, int(c.b.capacityPhase.Seconds()/6)), get)
+		traced = saveProfile(c.b, run, "capacity-"+name, "trace", max(1, int(c.b.capacityPhase.Seconds()/6)), get)
 	}
 	acks, err := churn(ctx, c.b.cluster, c.ns, c.b.capacityPods, c.b.capacityNodes, 100, c.b.capacityPhase)
 	if err != nil {

@@ -104,7 +104,7 @@ func scale(ctx context.Context, b *bench) (Scenario, error) {
 		for _, strip := range []bool{true, false} {
 			fields := managedFields(strip)
 			for _, mode := range []string{"off", "cold"} {
-				if err := b.scaleInformerd(ctx, t, ns, strip, mode, base[0], jsonPod); err != nil {
+				if err := b.scaleInformerd(ctx, t, run, ns, strip, mode, base[0], jsonPod); err != nil {
 					return s, fmt.Errorf("informerd, managedFields %s, compression %s: %w", fields, mode, err)
 				}
 			}
@@ -166,7 +166,7 @@ func managedFields(strip bool) string {
 }
 
 // scaleInformerd measures one informerd setting on ns, cold and then warm.
-func (b *bench) scaleInformerd(ctx context.Context, t *table, ns string, strip bool, mode string, base footprint, jsonPod float64) error {
+func (b *bench) scaleInformerd(ctx context.Context, t *table, run int, ns string, strip bool, mode string, base footprint, jsonPod float64) error {
 	stateDir, err := os.MkdirTemp(b.dir, "scale-state-")
 	if err != nil {
 		return err
@@ -181,7 +181,7 @@ func (b *bench) scaleInformerd(ctx context.Context, t *table, ns string, strip b
 		}
 		sync := time.Since(began)
 		labels := []Label{{"cache", "informerd"}, {"managedFields", managedFields(strip)}, {"compression", mode}, {"start", start}}
-		err = b.scaleMeasure(ctx, t, labels, d, ns, mode, start == "cold", base, jsonPod)
+		err = b.scaleMeasure(ctx, t, run, labels, d, ns, mode, start == "cold", base, jsonPod)
 		d.stop()
 		if err != nil {
 			return err
@@ -193,8 +193,10 @@ func (b *bench) scaleInformerd(ctx context.Context, t *table, ns string, strip b
 
 // scaleMeasure waits until d's cache is compressed (mode cold) and, on a
 // cold start, its first whole state is written, then adds its memory, List
-// by index and full List to t.
-func (b *bench) scaleMeasure(ctx context.Context, t *table, labels []Label, d *daemon, ns, mode string, cold bool, base footprint, jsonPod float64) error {
+// by index and full List to t. With -profile, the first run's Lists by
+// index are traced and profiled (scale-<managedFields>-<mode>-<start>-lists-
+// trace.pprof and -profile.pprof).
+func (b *bench) scaleMeasure(ctx context.Context, t *table, run int, labels []Label, d *daemon, ns, mode string, cold bool, base footprint, jsonPod float64) error {
 	stored, err := waitCooled(ctx, d, mode, b.scalePods)
 	if err != nil {
 		return err
@@ -225,6 +227,21 @@ func (b *bench) scaleMeasure(ctx context.Context, t *table, labels []Label, d *d
 		idle, released := m.sum("go_memstats_heap_idle_bytes", nil), m.sum("go_memstats_heap_released_bytes", nil)
 		t.add(labels, colScaleSlack, (inuse-alloc)/n)
 		t.add(labels, colScaleIdle, (idle-released)/n)
+	}
+	// The Lists take about 10 µs a pod; the profiles cover them (and, when
+	// they are quicker, the full Lists after them).
+	seconds := 1 + b.lists*(b.scalePods/b.nodes)/100_000
+	name := "scale"
+	for _, l := range labels[1:] { // managedFields, compression, start
+		name += "-" + l.Value
+	}
+	name += "-lists"
+	traced := saveProfile(b, run, name, "trace", seconds, pprofHTTP(d.metricsURL))
+	profiled := saveProfile(b, run, name, "profile", seconds, pprofHTTP(d.metricsURL))
+	defer traced()
+	defer profiled()
+	if b.profileDir != "" && run == 0 {
+		sleep(ctx, 200*time.Millisecond) // the profiles' requests arrive
 	}
 	var lat []float64
 	for i := range b.lists {

@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/watch"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/informerd/informerd/internal/deltafifo"
 	"github.com/informerd/informerd/internal/object"
+	"github.com/informerd/informerd/internal/object/objecttest"
 )
 
 // This file tests compression in the store (cool.go) against a model: a
@@ -64,19 +63,6 @@ func coolObj(key string, m modelObj) *object.Object {
 	return o.WithJSON(m.json)
 }
 
-// corrupt returns a copy of the cold object o whose stored frame has one
-// byte changed, as memory damage would: the package object keeps it
-// unexported, so it is reached with reflect.
-func corrupt(o *object.Object) *object.Object {
-	c := *o
-	f := reflect.ValueOf(&c).Elem().FieldByName("data")
-	p := (*[]byte)(unsafe.Pointer(f.UnsafeAddr()))
-	b := bytes.Clone(*p)
-	b[len(b)/2] ^= 0x5a
-	*p = b
-	return &c
-}
-
 // damaging is a Cooler that makes a damaged cold copy of the object at
 // key, and of no other.
 type damaging struct {
@@ -92,7 +78,7 @@ func (d damaging) Compress(o *object.Object) (*object.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	return corrupt(c), nil
+	return objecttest.Corrupt(c), nil
 }
 
 func (d damaging) Stale(o *object.Object) bool { return o.Key == d.key }

@@ -29,7 +29,8 @@ func newEncoded() *encoded {
 }
 
 // add appends b as the next piece. A SliceBuffer's Free does nothing, so
-// grpc never recycles b into a pool.
+// grpc never recycles b into a pool; the only pooled pieces are a list
+// page's cold JSON (pageJSON).
 func (m *encoded) add(b []byte) {
 	if len(b) > 0 {
 		m.pieces = append(m.pieces, mem.SliceBuffer(b))
@@ -65,6 +66,7 @@ func decoded[T proto.Message](m *encoded, err error, msg T) (T, error) {
 	if err != nil {
 		return zero, err
 	}
+	defer m.pieces.Free() // as grpc would once sent: a pooled page goes back
 	if err := proto.Unmarshal(m.pieces.Materialize(), msg); err != nil {
 		return zero, status.Errorf(codes.Internal, "decode the %T just encoded: %v", msg, err)
 	}
@@ -135,31 +137,18 @@ func getResponse(o *object.Object) (*encoded, error) {
 	return m, nil
 }
 
-// listPage encodes a ListResponse, or fails as watchEvent does. The JSON
-// of the page's cold objects is decompressed into one buffer of the
-// page's own; a hot object's is shared.
+// listPage encodes a ListResponse, or fails as watchEvent does. A hot
+// object's JSON is shared; the page's cold objects are decompressed into
+// one pooled buffer that grpc gives back once the page is written
+// (pageJSON).
 func listPage(objs []*object.Object, rv, token string) (*encoded, error) {
 	n := stringSize(listResourceVersion, rv) + stringSize(listContinueToken, token)
-	coldLen := 0
 	for _, o := range objs {
 		n += objectSize(listObjects, o)
-		if o.Cold() {
-			coldLen += o.Len()
-		}
 	}
-	jsons := make([][]byte, len(objs))
-	cold := make([]byte, 0, coldLen)
-	for i, o := range objs {
-		if !o.Cold() {
-			jsons[i], _ = o.Bytes()
-			continue
-		}
-		start := len(cold)
-		var err error
-		if cold, err = o.AppendBytes(cold); err != nil {
-			return nil, err
-		}
-		jsons[i] = cold[start:len(cold):len(cold)]
+	jsons, err := pageJSON(objs, coldPages)
+	if err != nil {
+		return nil, err
 	}
 	b := make([]byte, 0, n)
 	b = appendString(b, listResourceVersion, rv)
@@ -169,7 +158,7 @@ func listPage(objs []*object.Object, rv, token string) (*encoded, error) {
 	for i, o := range objs {
 		b = appendObject(b, listObjects, o)
 		m.add(b[from:len(b):len(b)])
-		m.add(jsons[i])
+		m.pieces = append(m.pieces, jsons[i])
 		from = len(b)
 	}
 	m.add(b[from:])
