@@ -460,11 +460,14 @@ func (h *Handler) objectJSON(out *output, o *object.Object) ([]byte, error) {
 
 // readable checks, before a response starts, that every cold object of
 // objs decompresses: a damaged one is never written (object.ErrDamaged),
-// and the response is an error instead of a list cut short.
+// and the response is an error instead of a list cut short. The JSON is
+// decompressed onto one buffer, reused: only the check is kept.
 func readable(objs []*object.Object) error {
+	var scratch []byte
 	for _, o := range objs {
 		if o.Cold() {
-			if _, err := o.Bytes(); err != nil {
+			var err error
+			if scratch, err = o.AppendBytes(scratch[:0]); err != nil {
 				return err
 			}
 		}
