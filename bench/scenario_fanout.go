@@ -182,6 +182,22 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 				return ph.rate
 			}
 
+			// (a-off) the same gRPC watchers on a second informerd that
+			// keeps its cache uncompressed (--cache-compression=off), in
+			// the first's place: what compression, the default, costs the
+			// fan-out (issue 38).
+			if err := b.withInformerd(filepath.Join(b.dir, "fanout-off"), []string{"--cache-compression=off"}, nil, func() error {
+				w, err := grpcWatchers(ctx, b.informerd.grpcAddr, n, b.nodes, nil, 0, nil)
+				if err != nil {
+					return err
+				}
+				defer w.close()
+				_, _, err = b.informerdPhases(ctx, t, run, n, w, overGRPCOff, phases, ingest, sameRate)
+				return err
+			}); err != nil {
+				return s, fmt.Errorf("informerd with --cache-compression=off: %w", err)
+			}
+
 			// (a') informerd's Kubernetes API, to unmodified client-go
 			// informers.
 			if w, err = informerWatchers(ctx, b.informerd.kubeAPI, b.ns, n, b.pods, b.nodes); err != nil {
@@ -338,6 +354,17 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 			}
 		}
 	}
+	// Issue 38: compression, the default, costs the fan-out at most 10%.
+	for _, ph := range phases {
+		at := []Label{{"watchers", nmax}, {"phase", ph.name}}
+		on, ok1 := s.find("events/profiled-serving-CPU-s", append(at, Label{"variant", overGRPC.variant})...)
+		off, ok2 := s.find("events/profiled-serving-CPU-s", append(at, Label{"variant", overGRPCOff.variant})...)
+		if ok1 && ok2 {
+			r := on / off
+			s.Goals = append(s.Goals, Goal{Name: "events per profiled serving CPU-second, gRPC, --cache-compression=cold (the default) / off (" + nmax + " watchers, " + ph.name + " churn)", Target: "≥ 0.9×",
+				Measured: r, Met: r >= 0.9, Detail: fmt.Sprintf("%.2f× (%.0f vs %.0f)", r, on, off)})
+		}
+	}
 	infC, ok1 := s.find("server CPU-s per 1k delivered", Label{"variant", "informerd"}, Label{"watchers", nmax}, Label{"phase", "max"})
 	flC, ok2 := s.find("server CPU-s per 1k delivered", Label{"variant", "floor"}, Label{"watchers", nmax}, Label{"phase", "max"})
 	if ok1 && ok2 {
@@ -355,6 +382,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 		"with GC: the profiled serving share plus the garbage collector's share of CPU (its mark, sweep and scavenge goroutines: GC %) times the share of the bytes the server allocated during the phase in serving code (serving allocs %, from an allocation profile over the same writes): the collector's work is caused by what is allocated.",
 		"informerd Kubernetes API: the same informerd serving the same watchers on its Kubernetes API (`--kube-api-address`, plain HTTP on loopback, `--auth-mode none`) to unmodified client-go pod informers, one SharedInformerFactory per watcher with `fieldSelector=spec.nodeName=<its node>`, in the harness's process (so, unlike the other watchers, which read only each event's resourceVersion, they decode every pod, on the same cores). Over plain HTTP client-go speaks HTTP/1.1, so each watch has a connection of its own. Its `max` phase writes at the rate informerd's gRPC run achieved, as kube-apiserver's does; its serving CPU subtracts the same no-watcher ingest cost; its profiled serving code is the Kubernetes API's watch handler (which also writes to the connection, over HTTP/1.1) and the fan-out hub. Its ratios to kube-apiserver are reported with no target.",
 		"informerd Kubernetes API (TLS, HTTP/2): the same informers and phases, on a second informerd that caches the same pods and serves its Kubernetes API over TLS (`--kube-api-tls-self-signed`), so that client-go speaks HTTP/2 and every watch is a stream of one connection; measured in the first informerd's place (its CPU, profiles and ingest cost per write, the first's, as both run the same ingest), while the first stays up, idle but for ingesting the same writes. Its profiled serving code adds HTTP/2's connection writer (x/net's serverConn), which writes the frames the handlers hand it.",
+		"informerd, --cache-compression=off: the gRPC watchers and phases on a second informerd that caches the same pods uncompressed, measured in the first's place as the TLS variant is (the first, with compression cold, the default, stays up ingesting the same writes); its serving CPU by subtraction uses the first's ingest cost per write, so compare the profiled figures.",
 		"delay: from the write's acknowledgement to each watcher's receipt (an event that arrives before the acknowledgement counts as 0); for the floor, from generation.",
 		"All processes (etcd, kube-apiserver, informerd, the clients) share the machine's cores, so absolute rates are bounded by it; compare within a row group.",
 		projectedFanOutNote(b))
@@ -374,6 +402,8 @@ var (
 	overKubeAPI = servingLayer{"informerd Kubernetes API", "informerd-kubeapi", kubeAPIServing}
 	// overKubeAPITLS is the Kubernetes API over TLS, HTTP/2 (overTLS).
 	overKubeAPITLS = servingLayer{"informerd Kubernetes API (TLS, HTTP/2)", "informerd-kubeapi-tls", kubeAPIServingHTTP2}
+	// overGRPCOff is gRPC from an informerd with --cache-compression=off.
+	overGRPCOff = servingLayer{"informerd, --cache-compression=off", "informerd-compression-off", informerdServing}
 )
 
 // overTLS runs measure with b.informerd replaced by an informerd that
@@ -382,20 +412,31 @@ var (
 // back. The first keeps running, ingesting the same writes, idle.
 func (b *bench) overTLS(measure func() error) error {
 	dir := filepath.Join(b.dir, "fanout-tls")
+	ca := filepath.Join(dir, "ca.crt")
+	return b.withInformerd(dir, []string{"--kube-api-tls-self-signed=" + ca}, func(d *daemon) {
+		d.kubeAPI.Host = "https://" + strings.TrimPrefix(d.kubeAPI.Host, "http://")
+		d.kubeAPI.TLSClientConfig = rest.TLSClientConfig{CAFile: ca}
+	}, measure)
+}
+
+// withInformerd runs measure with b.informerd replaced by a second
+// informerd on the same pods, started with args in dir and its client
+// configuration adjusted by tweak (nil: none); the first stays up.
+func (b *bench) withInformerd(dir string, args []string, tweak func(*daemon), measure func() error) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	ca := filepath.Join(dir, "ca.crt")
-	d, err := startInformerd(b.informerdBin, b.cluster, dir, podsConfig(b.ns), "--kube-api-tls-self-signed="+ca)
+	d, err := startInformerd(b.informerdBin, b.cluster, dir, podsConfig(b.ns), args...)
 	if err != nil {
 		return err
 	}
 	defer d.stop()
-	d.kubeAPI.Host = "https://" + strings.TrimPrefix(d.kubeAPI.Host, "http://")
-	d.kubeAPI.TLSClientConfig = rest.TLSClientConfig{CAFile: ca}
-	plain := b.informerd
+	if tweak != nil {
+		tweak(d)
+	}
+	first := b.informerd
 	b.informerd = d
-	defer func() { b.informerd = plain }()
+	defer func() { b.informerd = first }()
 	return measure()
 }
 
