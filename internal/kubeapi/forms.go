@@ -2,6 +2,7 @@ package kubeapi
 
 import (
 	"bytes"
+	"errors"
 	"hash/maphash"
 	"sync"
 
@@ -63,7 +64,11 @@ const DefaultMaxFormBytes = 64 << 20
 // serializer). Objects are immutable, so an object pointer and a form name
 // one encoding for as long as the entry lives. Bounded by bytes: entries
 // leave in the order they came (a FIFO per shard), which suits a stream of
-// events; a cold list encodes again. Safe for concurrent use.
+// events; a cold list encodes again. Readers that miss the same key at once
+// wait for the first one's encoding instead of each making it, as every
+// watcher of an event wakes at once: the API server's cachingObject
+// encodes under a sync.Once per serializer for the same reason. Safe for
+// concurrent use.
 //
 // forms also keep whole watch frames (frames.go): an event's frame in an
 // encoding, {"type":…,"object":…} and its newline or a protobuf frame, for
@@ -105,12 +110,23 @@ type formShard struct {
 	head  int
 	bytes int
 	max   int
+	// making holds the encodings being made, for readers of the same key
+	// to wait on; an entry leaves when its encoding is kept or fails.
+	making map[formKey]*making
+}
+
+// making is one encoding being made: done closes when b and err are set.
+type making struct {
+	done chan struct{}
+	b    []byte
+	err  error
 }
 
 func newForms(maxBytes int) *forms {
 	f := &forms{seed: maphash.MakeSeed()}
 	for i := range f.shards {
 		f.shards[i].m = map[formKey][]byte{}
+		f.shards[i].making = map[formKey]*making{}
 		f.shards[i].max = max(1, maxBytes/formShards)
 	}
 	return f
@@ -123,23 +139,52 @@ func (fs *forms) get(o *object.Object, f form, encode func(*object.Object) ([]by
 }
 
 // keep returns the encoding k names, made with encode once while it is
-// kept.
+// kept: a reader that asks while another makes it waits for that one's
+// result, error included.
 func (fs *forms) keep(k formKey, encode func() ([]byte, error)) ([]byte, error) {
 	s := &fs.shards[maphash.String(fs.seed, k.o.Key)%formShards]
 	s.mu.Lock()
-	b, ok := s.m[k]
-	s.mu.Unlock()
-	if ok {
+	if b, ok := s.m[k]; ok {
+		s.mu.Unlock()
 		return b, nil
 	}
-	b, err := encode()
-	if err != nil {
-		return nil, err
+	if mk, ok := s.making[k]; ok {
+		s.mu.Unlock()
+		<-mk.done
+		return mk.b, mk.err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.m[k]; ok || len(b) > s.max {
-		return b, nil // another reader kept it first, or it is too big to keep
+	mk := &making{done: make(chan struct{})}
+	s.making[k] = mk
+	s.mu.Unlock()
+
+	// Waiters are released even if encode panics: the panic goes on up
+	// this reader's stack, theirs see an error.
+	mk.err = errEncodingPanicked
+	defer func() {
+		s.mu.Lock()
+		delete(s.making, k)
+		if mk.err == nil {
+			s.add(k, mk.b)
+		}
+		s.mu.Unlock()
+		close(mk.done)
+	}()
+	mk.b, mk.err = encode()
+	if mk.err != nil {
+		mk.b = nil
+	}
+	return mk.b, mk.err
+}
+
+// errEncodingPanicked is what readers waiting for an encoding get when
+// the reader making it panicked.
+var errEncodingPanicked = errors.New("kubeapi: encoding an object's form panicked")
+
+// add keeps b under k unless it is too big to keep, dropping the oldest
+// entries past the shard's bytes. The caller holds s.mu.
+func (s *formShard) add(k formKey, b []byte) {
+	if len(b) > s.max {
+		return
 	}
 	s.m[k] = b
 	s.order = append(s.order, k)
@@ -155,11 +200,8 @@ func (fs *forms) keep(k formKey, encode func() ([]byte, error)) ([]byte, error) 
 		s.order = append(s.order[:0], s.order[s.head:]...)
 		s.head = 0
 	}
-	return b, nil
 }
 
-// withoutManagedFields returns data without metadata.managedFields; data
-// itself when it has none.
 func withoutManagedFields(data []byte) []byte {
 	if _, _, _, err := jsonparser.Get(data, "metadata", "managedFields"); err != nil {
 		return data
