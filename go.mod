@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/buger/jsonparser v1.6.1
+	github.com/go-json-experiment/json v1.27.2
 	github.com/go-logr/logr v1.4.4
 	github.com/google/btree v1.1.3
 	github.com/google/go-cmp v0.7.0

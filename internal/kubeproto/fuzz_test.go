@@ -46,6 +46,86 @@ func FuzzMessage(f *testing.F) {
 	})
 }
 
+// FuzzMessageDecoders: Message and PartialMessage decode JSON with a faster
+// decoder than kube-apiserver's; for every kind and any JSON they must
+// accept exactly what the API server's decoder accepts and make the same
+// message of it.
+func FuzzMessageDecoders(f *testing.F) {
+	var kinds []schema.GroupVersionKind
+	for _, obj := range fixtures() {
+		kinds = append(kinds, gvkOf(obj))
+		f.Add(uint8(len(kinds)-1), encodeJSON(f, obj))
+	}
+	for _, seed := range decoderSeeds {
+		f.Add(seed.kind, []byte(seed.json))
+	}
+	f.Fuzz(func(t *testing.T, kind uint8, json []byte) {
+		gvk := kinds[int(kind)%len(kinds)]
+		requireSameMessage(t, gvk, json)
+	})
+}
+
+// decoderSeeds are JSON where encoding/json's semantics are easy to miss:
+// names in another case, duplicate names, nulls, invalid UTF-8, escapes,
+// base64 with newlines, numbers in every shape, and the wrong types.
+var decoderSeeds = []struct {
+	kind uint8
+	json string
+}{
+	{0, `{"Metadata":{"name":"a"},"metadata":{"Name":"b","namespace":"n"}}`},
+	{0, `{"metadata":{"name":"a","name":"b"},"kind":"Pod","kind":"Pod"}`},
+	{0, `{"metadata":{"name":"\xff\u00e9\ud800","labels":{"a":null}},"spec":null}`},
+	{0, "{\"metadata\":{\"name\":\"\xff\xfe\"}}"},
+	{0, `{"metadata":{"creationTimestamp":null,"deletionTimestamp":null,"generation":1.0}}`},
+	{0, `{"metadata":{"generation":1e2}}`},
+	{0, `{"metadata":{"generation":"1"}}`},
+	{0, `{"metadata":{"generation":9223372036854775808}}`},
+	{0, `{"metadata":{"creationTimestamp":""}}`},
+	{0, `{"spec":{"containers":[null,{"name":"x","ports":[{"containerPort":80.5}]}]}}`},
+	{0, `{"spec":{"terminationGracePeriodSeconds":null,"containers":{}}}`},
+	{0, `{"metadata":{"managedFields":[{"fieldsV1":{"f:a":{"f:b":[1,2.5,"x",null,true]}}}]}}`},
+	{2, `{"binaryData":{"a":"aGVs\nbG8=","b":"aGVsbG8","c":"!"}}`},
+	{2, `{"binaryData":{"a":[104,105]}}`},
+	{3, `{"data":{"a":"aGVsbG8=\r\n","b":""},"stringData":{"c":"d"},"immutable":null}`},
+	{5, `{"spec":{"strategy":{"rollingUpdate":{"maxSurge":"25%","maxUnavailable":1}},"replicas":null}}`},
+	{10, `{"spec":{"backoffLimit":6,"activeDeadlineSeconds":-1,"completionMode":"Indexed"}}`},
+	{0, `{"spec":{"overhead":{"cpu":1.5,"memory":"1Gi"}}}`},
+	{4, `{"spec":{"ports":[{"targetPort":1.5},{"port":"80"}]}}`},
+	{0, `{"apiVersion":"v1","kind":"pod"}`},
+	{0, `{"apiVersion":"V1","kind":"Pod"}`},
+	{0, `{"metadata":{}} trailing`},
+	{0, `{"metadata":{}}{"metadata":{}}`},
+	{0, ` {"metadata":{"name":"a"}} `},
+	{0, `{"metadata":{"name":"a"},}`},
+	{0, `[]`},
+	{0, `"pod"`},
+	{0, ``},
+	{6, `{"eventTime":"2026-01-02T03:04:05Z","series":{"lastObservedTime":"2026-01-02T03:04:05.1Z"}}`},
+	{6, `{"eventTime":"2026-01-02 03:04:05Z"}`},
+}
+
+// requireSameMessage fails unless Message and the API server's decoder
+// both refuse json, or both accept it and make the same message.
+func requireSameMessage(t *testing.T, gvk schema.GroupVersionKind, json []byte) {
+	t.Helper()
+	want, wantErr := kubeproto.MessageAPIServer(gvk, json)
+	got, err := kubeproto.Message(gvk, json)
+	requireSame(t, gvk.Kind, json, got, want, err, wantErr)
+	want, wantErr = kubeproto.PartialMessageAPIServer(json)
+	got, err = kubeproto.PartialMessage(json)
+	requireSame(t, "PartialObjectMetadata of "+gvk.Kind, json, got, want, err, wantErr)
+}
+
+func requireSame(t *testing.T, what string, json, got, want []byte, err, wantErr error) {
+	t.Helper()
+	switch {
+	case (err == nil) != (wantErr == nil):
+		t.Fatalf("%s %q: the fast decoder's error %v, the API server decoder's %v", what, json, err, wantErr)
+	case err == nil && !bytes.Equal(got, want):
+		t.Fatalf("%s %q: messages differ:\n%q\n%q", what, json, got, want)
+	}
+}
+
 type protoMessage interface {
 	Reset()
 	Marshal() ([]byte, error)

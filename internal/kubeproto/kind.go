@@ -18,6 +18,7 @@ type message interface {
 	runtime.Object
 	Marshal() ([]byte, error)
 	Unmarshal([]byte) error
+	Reset()
 }
 
 // Supports reports whether objects of gvk, a kind kube-apiserver serves in
