@@ -71,12 +71,22 @@ var fastOptions = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv2.MatchCase
 // so that what is accepted and each error are the reference's. The two differ in
 // untyped values (integers), which typed objects do not have;
 // FuzzMessageDecoders checks that every kind's message is the same.
+//
+// Other packages that decode cached JSON into typed objects use it as
+// DecodeJSON.
 func decodeFast(json []byte, into any, reset func()) error {
 	if err := jsonv2.Unmarshal(json, into, fastOptions); err != nil {
 		reset()
 		return decodeAPIServer(json, into)
 	}
 	return nil
+}
+
+// DecodeJSON decodes JSON into into, a new, empty typed value, as
+// kube-apiserver decodes a request body, by the faster decoder Message
+// uses; reset must empty into again (decodeFast).
+func DecodeJSON(json []byte, into any, reset func()) error {
+	return decodeFast(json, into, reset)
 }
 
 // PartialMessage returns the protobuf message of the PartialObjectMetadata

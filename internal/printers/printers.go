@@ -19,7 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/json"
+
+	"github.com/informerd/informerd/internal/kubeproto"
 )
 
 // Printer prints the rows of one resource. It holds no mutable state: its
@@ -95,7 +96,7 @@ var ErrVersion = errors.New("printers: unsupported apiVersion")
 // sensitive) and checks that its apiVersion, when set, is want, when set.
 func decode[T any](data []byte, want schema.GroupVersion) (*T, error) {
 	obj := new(T)
-	if err := json.UnmarshalCaseSensitivePreserveInts(data, obj); err != nil {
+	if err := kubeproto.DecodeJSON(data, obj, func() { *obj = *new(T) }); err != nil {
 		return nil, fmt.Errorf("printers: decode %T: %w", obj, err)
 	}
 	if o, ok := any(obj).(interface{ GetObjectKind() schema.ObjectKind }); ok && !want.Empty() {
