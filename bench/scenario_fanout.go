@@ -380,7 +380,7 @@ func fanOut(ctx context.Context, b *bench) (Scenario, error) {
 		"serving CPU: the server's CPU minus its CPU per write times the writes, i.e. its cost of serving the N watches. For kube-apiserver, the CPU per write is its own in the informerd run of the same phase (writes plus informerd's one watch), with its `max` phase writing at the rate informerd's achieved so that the same writes are subtracted; writes cost it far more than serving, so this is a difference of two large totals and its spread is wide. For informerd, the CPU per write is its own with no watcher connected (the rows with 0 watchers, measured once per run and phase): its cost of ingesting the writes. The floor ingests nothing, so all its CPU is serving.",
 		"profiled serving: a CPU profile of informerd and of kube-apiserver over each phase's writes; the share of its CPU time in samples whose stack holds watch-serving code (informerd: the Watch handler, the fan-out hub, grpc's connection writer; kube-apiserver: the watch handler, the watch cache's per-watcher work and dispatch, the HTTP/2 connection writer, which also carries the writes' small responses), applied to the process's CPU. The garbage collector's own goroutines are left out of both, so both are lower bounds; the ratio is not poorly conditioned as the subtraction is.",
 		"with GC: the profiled serving share plus the garbage collector's share of CPU (its mark, sweep and scavenge goroutines: GC %) times the share of the bytes the server allocated during the phase in serving code (serving allocs %, from an allocation profile over the same writes): the collector's work is caused by what is allocated.",
-		"informerd Kubernetes API: the same informerd serving the same watchers on its Kubernetes API (`--kube-api-address`, plain HTTP on loopback, `--auth-mode none`) to unmodified client-go pod informers, one SharedInformerFactory per watcher with `fieldSelector=spec.nodeName=<its node>`, in the harness's process (so, unlike the other watchers, which read only each event's resourceVersion, they decode every pod, on the same cores). Over plain HTTP client-go speaks HTTP/1.1, so each watch has a connection of its own. Its `max` phase writes at the rate informerd's gRPC run achieved, as kube-apiserver's does; its serving CPU subtracts the same no-watcher ingest cost; its profiled serving code is the Kubernetes API's watch handler (which also writes to the connection, over HTTP/1.1) and the fan-out hub. During its phases it also answers the consistent reads (the consistent columns: lists of one node's pods at 20 a second, compressed when over 128 KiB as the client asks): its whole-process and subtracted serving CPU include them, its profiled serving CPU does not, and the TLS variant below answers none, so compare the two transports on the profiled figures or read the plaintext whole-process figure as an upper bound. Its ratios to kube-apiserver are reported with no target.",
+		"informerd Kubernetes API: the same informerd serving the same watchers on its Kubernetes API (`--kube-api-address`, plain HTTP on loopback, `--auth-mode none`) to unmodified client-go pod informers, one SharedInformerFactory per watcher with `fieldSelector=spec.nodeName=<its node>`, in the harness's process (so, unlike the other watchers, which read only each event's resourceVersion, they decode every pod, on the same cores). Over plain HTTP client-go speaks HTTP/1.1, so each watch has a connection of its own. Its `max` phase writes at the rate informerd's gRPC run achieved, as kube-apiserver's does; its serving CPU subtracts the same no-watcher ingest cost; its profiled serving code is the Kubernetes API's watch handler (which also writes to the connection, over HTTP/1.1) and the fan-out hub. After each of its phases, in a window of its own (up to 15 s at the phase's write rate, not in the phase's CPU), it answers the consistent reads of the consistent columns: lists of one node's pods at 20 a second. Its ratios to kube-apiserver are reported with no target.",
 		"informerd Kubernetes API (TLS, HTTP/2): the same informers and phases, on a second informerd that caches the same pods and serves its Kubernetes API over TLS (`--kube-api-tls-self-signed`), so that client-go speaks HTTP/2 and every watch is a stream of one connection; measured in the first informerd's place (its CPU, profiles and ingest cost per write, the first's, as both run the same ingest), while the first stays up, idle but for ingesting the same writes. Its profiled serving code adds HTTP/2's connection writer (x/net's serverConn), which writes the frames the handlers hand it.",
 		"informerd, --cache-compression=off: the gRPC watchers and phases on a second informerd that caches the same pods uncompressed, measured in the first's place as the TLS variant is (the first, with compression cold, the default, stays up ingesting the same writes); its serving CPU by subtraction uses the first's ingest cost per write, so compare the profiled figures.",
 		"delay: from the write's acknowledgement to each watcher's receipt (an event that arrives before the acknowledgement counts as 0); for the floor, from generation.",
@@ -456,33 +456,13 @@ func (b *bench) informerdPhases(ctx context.Context, t *table, run, n int, w *wa
 		d := b.phaseDuration(n, ph)
 		w.take()
 		profiles := b.profilePhase(n, ph, d, layer.profile, pprofHTTP(b.informerd.metricsURL), layer.serving)
-		// Beside the Kubernetes API's watches, consistent reads: how many
-		// the cache answers, and how many it refuses with 429, while the
-		// writes go on.
-		var stopReads func() consistentReads
-		var before map[string]float64
-		if layer.variant == overKubeAPI.variant {
-			if before, err = consistentCounts(ctx, b.informerd.metricsURL); err != nil {
-				return nil, nil, err
-			}
-			stopReads = consistentReader(ctx, b.informerd.kubeAPI.Host, b.ns, b.nodes, consistentRate)
-		}
 		m := meterCPU(b.informerd.pid, b.cluster.apiPID)
 		acks, err := churn(ctx, b.cluster, b.ns, b.pods, b.nodes, rate(ph), d)
-		var reads consistentReads
-		if stopReads != nil {
-			reads = stopReads()
-		}
 		if err != nil {
 			return nil, nil, err
 		}
 		quiesce(w)
 		cpu, _ := m.stop()
-		if stopReads != nil {
-			if err := addConsistent(ctx, t, b.informerd.metricsURL, before, reads, labelsOf(layer, n, ph), d); err != nil {
-				return nil, nil, err
-			}
-		}
 		prof := profiles()
 		got := w.take()
 		if err := checkReceipts(layer.variant, w, got, acks); err != nil {
@@ -505,8 +485,38 @@ func (b *bench) informerdPhases(ctx context.Context, t *table, run, n int, w *wa
 		t.add(labels, "p50 ms", p50)
 		t.add(labels, "p99 ms", p99)
 		logf("run %d, %d watchers, %s, %s: %.0f writes/s, %.0f delivered/s, %.2f CPU-s (%.2f serving)", run+1, n, ph.name, layer.variant, achieved[ph.name], delivered/d.Seconds(), cpu[0], serving)
+		if layer.variant == overKubeAPI.variant {
+			if err := b.consistentWindow(ctx, t, w, labels, rate(ph), min(d, consistentWindowMax)); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	return achieved, apiPerWrite, nil
+}
+
+// consistentWindowMax is how long the consistent reads beside a Kubernetes
+// API phase last, at most.
+const consistentWindowMax = 15 * time.Second
+
+// consistentWindow measures consistent reads beside the Kubernetes API's
+// watches: how many the cache answers, and how many it refuses with 429,
+// while writes go on at the phase's rate for d. It runs after the phase's
+// measurement, in a window of its own, so that the lists it answers are
+// not in the phase's CPU; its columns go in the phase's row.
+func (b *bench) consistentWindow(ctx context.Context, t *table, w *watchers, labels []Label, rate float64, d time.Duration) error {
+	before, err := consistentCounts(ctx, b.informerd.metricsURL)
+	if err != nil {
+		return err
+	}
+	stop := consistentReader(ctx, b.informerd.kubeAPI.Host, b.ns, b.nodes, consistentRate)
+	_, err = churn(ctx, b.cluster, b.ns, b.pods, b.nodes, rate, d)
+	reads := stop()
+	if err != nil {
+		return err
+	}
+	quiesce(w)
+	w.take()
+	return addConsistent(ctx, t, b.informerd.metricsURL, before, reads, labels, d)
 }
 
 // addProfiled adds the profiles' serving share and the events per
