@@ -10,6 +10,7 @@ import (
 	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/randfill"
 
 	"github.com/informerd/informerd/internal/kubeproto"
 )
@@ -38,16 +39,7 @@ func TestDecodersAllKinds(t *testing.T) {
 	var checked, refused int
 	for _, gvk := range names {
 		for range perKind {
-			obj, err := scheme.Scheme.New(gvk)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fill.Fill(obj)
-			obj.GetObjectKind().SetGroupVersionKind(gvk)
-			js, err := json.Marshal(obj)
-			if err != nil {
-				t.Fatalf("%s: %v", gvk, err)
-			}
+			js := randomJSON(t, fill, gvk)
 			if _, err := kubeproto.MessageAPIServer(gvk, js); err != nil {
 				// JSON encoding/json writes but the API server's decoder
 				// refuses (random bytes in a value with its own JSON
@@ -73,4 +65,21 @@ func compareStrings(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// randomJSON returns the JSON encoding/json writes of a new object of gvk
+// filled at random by fill.
+func randomJSON(t *testing.T, fill *randfill.Filler, gvk schema.GroupVersionKind) []byte {
+	t.Helper()
+	obj, err := scheme.Scheme.New(gvk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill.Fill(obj)
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	js, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatalf("%s: %v", gvk, err)
+	}
+	return js
 }

@@ -2,6 +2,7 @@ package kubeproto_test
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,6 +103,27 @@ var decoderSeeds = []struct {
 	{0, ``},
 	{6, `{"eventTime":"2026-01-02T03:04:05Z","series":{"lastObservedTime":"2026-01-02T03:04:05.1Z"}}`},
 	{6, `{"eventTime":"2026-01-02 03:04:05Z"}`},
+	// The transcoder's own corners: names escaped or twice, map keys
+	// twice, an inlined struct (a volume's source), null everywhere,
+	// integers at their ranges, times with offsets and fractions.
+	{0, `{"metadata":{"na\u006de":"a","labels":{"k":"1","k":"2"}}}`},
+	{0, `{"metadata":{"labels":{"b":"1","a":"2","\u0061b":"3"},"annotations":{}}}`},
+	{0, `{"spec":{"containers":[],"containers":null}}`},
+	{0, `{"spec":{"volumes":[{"name":"v","configMap":{"name":"c","defaultMode":420}},{"secret":null,"name":"w"},null,{}]}}`},
+	{0, `{"spec":{"volumes":[{"name":"v","emptyDir":{"sizeLimit":"1Gi"},"emptyDir":{}}]}}`},
+	{0, `{"spec":{"priority":-2147483648,"activeDeadlineSeconds":-9223372036854775808,"hostNetwork":false}}`},
+	{0, `{"spec":{"priority":2147483648}}`},
+	{0, `{"spec":{"priority":-0,"securityContext":{"runAsUser":-1,"supplementalGroups":[1,-1,null]}}}`},
+	{0, `{"metadata":{"creationTimestamp":"2026-01-02T03:04:05+02:00","deletionTimestamp":"2026-01-02T03:04:05.123456789-07:30"}}`},
+	{0, `{"metadata":{"creationTimestamp":"0001-01-01T00:00:00Z","deletionTimestamp":"0001-01-01T00:00:00Z"}}`},
+	{0, `{"metadata":{"creationTimestamp":"1969-12-31T23:59:59.5Z"}}`},
+	{0, `{"spec":{"containers":[{"resources":{"limits":{"cpu":"0.1","memory":"1.5Gi"},"requests":{"cpu":"0.1"}}}]}}`},
+	{0, `{"spec":{"overhead":{"cpu":null}}}`},
+	{3, `{"data":{"a":"YQ","b":"YWI=","c":"","d":null,"e":"YW\u004a="}}`},
+	{4, `{"spec":{"ports":[{"targetPort":"http","port":80},{"targetPort":0},{"targetPort":null}]}}`},
+	{0, `{"kind":null,"apiVersion":null,"metadata":null}`},
+	{0, `{"kind":"Pod","apiVersion":"v1","spec":{"nodeSelector":null,"tolerations":[{"tolerationSeconds":null}]}}`},
+	{1, `{"status":{"capacity":{"pods":"110"},"images":[{"names":["a","b"],"sizeBytes":1}],"nodeInfo":{}}}`},
 }
 
 // requireSameMessage fails unless Message and the API server's decoder
@@ -111,6 +133,9 @@ func requireSameMessage(t *testing.T, gvk schema.GroupVersionKind, json []byte) 
 	want, wantErr := kubeproto.MessageAPIServer(gvk, json)
 	got, err := kubeproto.Message(gvk, json)
 	requireSame(t, gvk.Kind, json, got, want, err, wantErr)
+	if got, err := kubeproto.Transcode(gvk, json); !errors.Is(err, kubeproto.ErrTranscode) {
+		requireSame(t, "transcoded "+gvk.Kind, json, got, want, err, wantErr)
+	}
 	want, wantErr = kubeproto.PartialMessageAPIServer(json)
 	got, err = kubeproto.PartialMessage(json)
 	requireSame(t, "PartialObjectMetadata of "+gvk.Kind, json, got, want, err, wantErr)

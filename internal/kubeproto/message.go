@@ -3,6 +3,7 @@ package kubeproto
 import (
 	"errors"
 	"fmt"
+	"reflect"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -22,7 +23,16 @@ var ErrKindMismatch = errors.New("kubeproto: JSON is of another kind")
 // The JSON is decoded as kube-apiserver decodes a request body (case-sensitive
 // field names, unknown fields dropped), so JSON the API server wrote encodes to
 // the bytes it would have sent in protobuf.
+//
+// Most JSON is transcoded straight to protobuf (transcode.go); what the
+// transcoder gives up on is decoded into the typed object and marshaled.
 func Message(gvk schema.GroupVersionKind, json []byte) ([]byte, error) {
+	if p := transcoderPlan(gvk); p != nil {
+		msg, err := transcodeMessage(gvk, p, json)
+		if !errors.Is(err, errTranscode) {
+			return msg, err
+		}
+	}
 	return encodeMessage(gvk, json, true)
 }
 
@@ -96,6 +106,12 @@ func DecodeJSON(json []byte, into any, reset func()) error {
 // so it serves custom resources too. The message is the same in meta.k8s.io
 // v1 and v1beta1.
 func PartialMessage(json []byte) ([]byte, error) {
+	if p := planFor(reflect.TypeFor[metav1.PartialObjectMetadata]()); p.err == nil {
+		// The object's own apiVersion and kind are not PartialObjectMetadata's.
+		if msg, _, _, err := transcode(p, json); err == nil {
+			return msg, nil
+		}
+	}
 	return partialMessage(json, true)
 }
 
