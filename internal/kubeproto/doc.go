@@ -14,10 +14,18 @@
 // so a list or a watch never decodes JSON again for an object it already
 // encoded once.
 //
+// A message is transcoded from the JSON without the typed object
+// (transcode.go); JSON or kinds the transcoder does not serve are decoded
+// into the typed object and marshaled by the generated code. Both make the
+// same bytes.
+//
 // Only kinds compiled into client-go's scheme have a protobuf encoding
 // (Supports); custom resources do not, except their PartialObjectMetadata,
 // which is built from the JSON "metadata" alone.
 //
-// Every function is pure and safe for concurrent use: none keeps state, and
-// client-go's scheme, filled at init, is only read.
+// Every function is pure and safe for concurrent use. What is kept between
+// calls changes no result: each Go type's transcoding plan, made once,
+// pooled buffers, and the messages of short custom JSON values (a
+// quantity) in a bounded map. client-go's scheme, filled at init, is only
+// read.
 package kubeproto
