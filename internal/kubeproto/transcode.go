@@ -103,6 +103,12 @@ type ref struct {
 	typeMeta int
 }
 
+// named is a JSON name and where it goes.
+type named struct {
+	name string
+	ref
+}
+
 // maxNames bounds a plan's JSON names, for the set of those seen in an object.
 const maxNames = 256
 
@@ -111,6 +117,10 @@ type plan struct {
 	typ    reflect.Type
 	groups []group
 	names  map[string]ref
+	// order is the names in declaration order (ref.idx), which is the
+	// order encoding/json writes them in: message looks a name up
+	// there first, just after the last one it found.
+	order []named
 	zero   []byte // the zero value's message
 	err    error  // no plan: why
 }
@@ -292,6 +302,7 @@ func (p *plan) addFields(t reflect.Type, g int, made map[reflect.Type]*plan) err
 			return fmt.Errorf("%s: more than %d JSON names", t, maxNames)
 		}
 		p.names[name] = r
+		p.order = append(p.order, named{name, r})
 	}
 	return nil
 }
@@ -509,12 +520,13 @@ func (x *transcoder) message(p *plan, key []byte, top bool) error {
 	}
 	start, segBase := len(x.buf), len(x.segs)
 	var seen [maxNames / 64]uint64
+	next := 0 // where the next name is looked for in p.order
 	for x.dec.PeekKind() != '}' {
 		name, err := x.dec.ReadToken()
 		if err != nil {
 			return err
 		}
-		r, ok := p.names[name.String()]
+		r, ok := p.lookup(name.String(), &next)
 		if !ok {
 			if err := x.dec.SkipValue(); err != nil {
 				return err
@@ -566,6 +578,27 @@ func (x *transcoder) message(p *plan, key []byte, top bool) error {
 	x.segs = x.segs[:segBase]
 	return nil
 }
+
+// lookup returns the ref of JSON name, looking in the few names of p's
+// order from *next first (the API server writes fields in declaration
+// order, leaving empty ones out), then in p.names; *next moves past the
+// name found.
+func (p *plan) lookup(name string, next *int) (ref, bool) {
+	for i := *next; i < len(p.order) && i < *next+lookAhead; i++ {
+		if p.order[i].name == name {
+			*next = i + 1
+			return p.order[i].ref, true
+		}
+	}
+	r, ok := p.names[name]
+	if ok {
+		*next = r.idx + 1
+	}
+	return r, ok
+}
+
+// lookAhead is how many names lookup compares before the map.
+const lookAhead = 6
 
 // assemble appends group g's fields in number order: those in segs, and
 // the zero values of the others.
