@@ -121,8 +121,8 @@ type plan struct {
 	// order encoding/json writes them in: message looks a name up
 	// there first, just after the last one it found.
 	order []named
-	zero   []byte // the zero value's message
-	err    error  // no plan: why
+	zero  []byte // the zero value's message
+	err   error  // no plan: why
 }
 
 var (
@@ -193,6 +193,10 @@ func compile(t reflect.Type, made map[reflect.Type]*plan) *plan {
 		p.err = fmt.Errorf("%s is not a struct", t)
 		return p
 	}
+	if isCustom(t) || reflect.PointerTo(t).Implements(textUnmarshaler) {
+		p.err = fmt.Errorf("%s decodes itself", t)
+		return p
+	}
 	if m, ok := reflect.New(t).Interface().(interface{ Marshal() ([]byte, error) }); ok {
 		zero, err := m.Marshal()
 		if err != nil {
@@ -225,6 +229,10 @@ func (p *plan) addFields(t reflect.Type, g int, made map[reflect.Type]*plan) err
 		tag := sf.Tag.Get("json")
 		name, opts, _ := strings.Cut(tag, ",")
 		if tag == "-" {
+			if sf.Tag.Get("protobuf") != "" {
+				// Marshal writes a field JSON never sets.
+				return fmt.Errorf("%s.%s: protobuf field without JSON", t, sf.Name)
+			}
 			continue
 		}
 		if opts != "" && opts != "omitempty" && opts != "inline" && opts != "omitzero" && opts != "omitempty,omitzero" && opts != "inline,omitempty" {
@@ -988,12 +996,12 @@ func parseInt(v []byte, k reflect.Kind) (uint64, bool) {
 			return 0, false
 		}
 	case reflect.Uint32:
-		if neg && n != 0 || n > math.MaxUint32 {
+		if neg || n > math.MaxUint32 { // strconv.ParseUint refuses "-0" too
 			return 0, false
 		}
 		return n, true
 	case reflect.Uint64:
-		if neg && n != 0 {
+		if neg {
 			return 0, false
 		}
 		return n, true
