@@ -234,6 +234,16 @@ func TestWatchDeliveryDelay(t *testing.T) {
 		}
 		<-w.ResultChan()
 	}
+	// The handler observes a delay once its flush has returned, which may
+	// be after the client has read the event.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		obs.mu.Lock()
+		n := len(obs.delays)
+		obs.mu.Unlock()
+		if n >= 3 || time.Now().After(deadline) {
+			break
+		}
+	}
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
 	if len(obs.delays) != 3 || obs.resource != "configmaps" {
