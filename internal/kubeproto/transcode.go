@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -114,7 +115,6 @@ const maxNames = 256
 
 // plan is how one Go struct type's JSON object becomes its message.
 type plan struct {
-	typ    reflect.Type
 	groups []group
 	names  map[string]ref
 	// order is the names in declaration order (ref.idx), which is the
@@ -187,7 +187,7 @@ func compile(t reflect.Type, made map[reflect.Type]*plan) *plan {
 	if p, ok := made[t]; ok {
 		return p
 	}
-	p := &plan{typ: t, names: map[string]ref{}, groups: []group{{parent: -1}}}
+	p := &plan{names: map[string]ref{}, groups: []group{{parent: -1}}}
 	made[t] = p
 	if t.Kind() != reflect.Struct {
 		p.err = fmt.Errorf("%s is not a struct", t)
@@ -375,7 +375,7 @@ func newField(t reflect.Type, ptag string, made map[reflect.Type]*plan) (*field,
 			return nil, fmt.Errorf("map value %s", t.Elem())
 		}
 		f.mapped, f.val = true, val
-		f.tag = appendKey(nil, num, 2)
+		f.tag = appendKey(nil, num, protowire.BytesType)
 		return f, nil
 	}
 	if (f.rep || f.ptr) && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8 && !isCustom(t) || t.Kind() == reflect.Map && !isCustom(t)) {
@@ -384,7 +384,7 @@ func newField(t reflect.Type, ptag string, made map[reflect.Type]*plan) (*field,
 	if f.rep && t.Kind() == reflect.Slice && !isCustom(t) {
 		return nil, fmt.Errorf("repeated bytes")
 	}
-	wire := 2
+	wire := protowire.BytesType
 	switch {
 	case t == timeType:
 		f.kind, f.custom = kTime, t
@@ -402,9 +402,9 @@ func newField(t reflect.Type, ptag string, made map[reflect.Type]*plan) (*field,
 		case reflect.Slice:
 			f.kind = kBytes
 		case reflect.Bool, reflect.Int, reflect.Int32, reflect.Int64, reflect.Uint32, reflect.Uint64:
-			f.kind, f.goKind, wire = kVarint, t.Kind(), 0
+			f.kind, f.goKind, wire = kVarint, t.Kind(), protowire.VarintType
 		case reflect.Float64:
-			f.kind, wire = kDouble, 1
+			f.kind, wire = kDouble, protowire.Fixed64Type
 		case reflect.Struct:
 			f.kind, f.msg = kMessage, compile(t, made)
 		default:
@@ -450,8 +450,8 @@ func (f *field) zeroValue() ([]byte, error) {
 	return append(b, m...), nil
 }
 
-func appendKey(b []byte, num, wire int) []byte {
-	return binary.AppendUvarint(b, uint64(num)<<3|uint64(wire))
+func appendKey(b []byte, num int, wire protowire.Type) []byte {
+	return protowire.AppendTag(b, protowire.Number(num), wire)
 }
 
 // seg is the bytes one field wrote, in the transcoder's buffer.
@@ -896,12 +896,10 @@ func (x *transcoder) mapValue(f *field) error {
 		if err := x.value(f.val); err != nil {
 			return err
 		}
+		// Placed, the entry is its key and length, then 0x0a, the map
+		// key's length and the map key.
+		i := at + len(f.tag) + protowire.SizeVarint(uint64(len(x.buf)-at)) + 1 + protowire.SizeVarint(uint64(len(key)))
 		x.place(at, f.tag, at, len(x.buf))
-		// The entry is its key and length, then 0x0a, the map key's
-		// length and the map key.
-		i := at + len(f.tag)
-		_, n := binary.Uvarint(x.buf[i:])
-		i += n + 1 + uvarintLen(uint64(len(key)))
 		x.entries = append(x.entries, entry{start: at, end: len(x.buf), keyStart: i, keyEnd: i + len(key)})
 	}
 	if _, err := x.dec.ReadToken(); err != nil {
@@ -923,15 +921,6 @@ func (x *transcoder) mapValue(f *field) error {
 	x.place(start, nil, at, len(x.buf))
 	x.entries = x.entries[:base]
 	return nil
-}
-
-func uvarintLen(u uint64) int {
-	n := 1
-	for u >= 0x80 {
-		u >>= 7
-		n++
-	}
-	return n
 }
 
 // readString reads a JSON string and returns its value (unquote).
