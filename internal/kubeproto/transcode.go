@@ -831,6 +831,10 @@ func (x *transcoder) one(f *field) error {
 // custom decodes raw into a new value of f's type with its UnmarshalJSON
 // and writes the value's Marshal.
 func (x *transcoder) custom(f *field, raw []byte) error {
+	if f.custom == fieldsV1Type {
+		x.fieldsV1(f, raw)
+		return nil
+	}
 	if m, ok := f.cache.get(raw); ok {
 		x.appendField(f.tag, m)
 		return nil
@@ -846,6 +850,24 @@ func (x *transcoder) custom(f *field, raw []byte) error {
 	f.cache.put(raw, m)
 	x.appendField(f.tag, m)
 	return nil
+}
+
+// fieldsV1Type is metav1.FieldsV1, managedFields' field set: a JSON
+// value kept as it is, the largest part of most objects' metadata.
+var fieldsV1Type = reflect.TypeFor[metav1.FieldsV1]()
+
+// fieldsV1 writes metav1.FieldsV1's message for its JSON value raw, as
+// FieldsV1.UnmarshalJSON and FieldsV1.Marshal would, without their two
+// copies of raw: raw's bytes as field 1, nothing for null.
+func (x *transcoder) fieldsV1(f *field, raw []byte) {
+	x.buf = append(x.buf, f.tag...)
+	if string(raw) == "null" {
+		x.buf = append(x.buf, 0)
+		return
+	}
+	x.buf = binary.AppendUvarint(x.buf, uint64(protowire.SizeTag(1)+protowire.SizeBytes(len(raw))))
+	x.buf = protowire.AppendTag(x.buf, 1, protowire.BytesType)
+	x.buf = protowire.AppendBytes(x.buf, raw)
 }
 
 // time writes metav1.Time's message for its JSON string's value s, as

@@ -104,3 +104,28 @@ func TestTranscoderAllKinds(t *testing.T) {
 		t.Errorf("the transcoder gave up on %d of %d objects", gaveUp, gaveUp+transcoded)
 	}
 }
+
+// TestTranscoderFieldsV1 checks the transcoder's own rule for managedFields'
+// field sets (a JSON value kept as it is) against FieldsV1's UnmarshalJSON
+// and Marshal, for every kind of JSON value a field set may hold.
+func TestTranscoderFieldsV1(t *testing.T) {
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	for _, raw := range []string{
+		`{"f:data":{".":{},"f:a":{}}}`, `{}`, `null`, `{ "f:data" : { } }`, `{"f:\u00e9":{}}`,
+		`"text"`, `[1,{"a":null}]`, `0`, `true`, `{"k:{\"name\":\"web\"}":{".":{}}}`,
+	} {
+		js := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","managedFields":[{"manager":"m","fieldsType":"FieldsV1","fieldsV1":` + raw + `}]}}`)
+		want, err := kubeproto.MessageAPIServer(gvk, js)
+		if err != nil {
+			t.Fatalf("%s: typed path: %v", raw, err)
+		}
+		got, err := kubeproto.Transcode(gvk, js)
+		if err != nil {
+			t.Errorf("%s: transcoder gave up: %v", raw, err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: transcoded %q, typed %q", raw, got, want)
+		}
+	}
+}
