@@ -36,23 +36,33 @@ func podFrame(t testing.TB, i int) []byte {
 // its own, ended by a sync flush.
 func TestGzipMemberReadsAlone(t *testing.T) {
 	pr, pw := io.Pipe()
-	defer pw.Close()
 	frames := [][]byte{podFrame(t, 1), podFrame(t, 2), []byte("x"), podFrame(t, 3)}
-	got := make(chan []byte)
+	type read struct {
+		b   []byte
+		err error
+	}
+	got := make(chan read, len(frames))
+	done := make(chan struct{})
+	defer func() {
+		// Unblocks the reader and any write still waiting, then waits for
+		// the reader: nothing outlives the test.
+		_ = pr.CloseWithError(io.ErrClosedPipe)
+		<-done
+	}()
 	go func() {
-		defer close(got)
+		defer close(done)
 		z, err := gzip.NewReader(pr)
 		if err != nil {
-			t.Error(err)
+			got <- read{err: err}
 			return
 		}
 		for _, f := range frames {
 			b := make([]byte, len(f))
 			if _, err := io.ReadFull(z, b); err != nil {
-				t.Error(err)
+				got <- read{err: err}
 				return
 			}
-			got <- b
+			got <- read{b: b}
 		}
 	}()
 	for i, f := range frames {
@@ -62,9 +72,12 @@ func TestGzipMemberReadsAlone(t *testing.T) {
 		}
 		go func() { _, _ = pw.Write(m) }() // the pipe blocks until read; the reader may need only part of it
 		select {
-		case b := <-got:
-			if !bytes.Equal(b, f) {
-				t.Fatalf("frame %d read back as %d different bytes", i, len(b))
+		case r := <-got:
+			if r.err != nil {
+				t.Fatalf("frame %d: %v", i, r.err)
+			}
+			if !bytes.Equal(r.b, f) {
+				t.Fatalf("frame %d read back as %d different bytes", i, len(r.b))
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("frame %d: the reader did not get it from its member alone", i)
