@@ -245,7 +245,7 @@ func bodyOf(m map[string]any) *bodyFacts {
 	items, isList := m["items"].([]any)
 	switch {
 	case f.Kind == "Table":
-		f.Table = tableOf(m)
+		f.Table = tableOf(m, nil)
 	case isList || strings.HasSuffix(f.Kind, "List"):
 		for _, it := range items {
 			o, _ := it.(map[string]any)
@@ -265,7 +265,10 @@ func bodyOf(m map[string]any) *bodyFacts {
 	return f
 }
 
-func tableOf(m map[string]any) *tableFacts {
+// tableOf normalizes a Table. columns, when not nil, carries a watch's
+// column names from its first Table, which alone defines them, to the
+// rows of the events after it, whose Age cells are masked too.
+func tableOf(m map[string]any, columns *[]string) *tableFacts {
 	defs, _ := m["columnDefinitions"].([]any)
 	f := &tableFacts{ColumnDefinitions: len(defs) > 0, Rows: []rowFacts{}}
 	var names []string
@@ -273,6 +276,13 @@ func tableOf(m map[string]any) *tableFacts {
 		dm, _ := d.(map[string]any)
 		f.Columns = append(f.Columns, str(dm["name"]))
 		names = append(names, str(dm["name"]))
+	}
+	switch {
+	case columns == nil:
+	case len(defs) > 0:
+		*columns = names
+	default:
+		names = *columns
 	}
 	rows, _ := m["rows"].([]any)
 	for _, r := range rows {
@@ -296,8 +306,9 @@ func tableOf(m map[string]any) *tableFacts {
 }
 
 // eventOf normalizes one watch event; keep is false for a bookmark that
-// does not end the initial events.
-func eventOf(raw json.RawMessage) (ev eventFacts, keep bool) {
+// does not end the initial events. columns are the stream's Table
+// columns so far (tableOf).
+func eventOf(raw json.RawMessage, columns *[]string) (ev eventFacts, keep bool) {
 	var e struct {
 		Type   string
 		Object map[string]any
@@ -321,7 +332,7 @@ func eventOf(raw json.RawMessage) (ev eventFacts, keep bool) {
 		ev.InitialEventsEnd, ev.ResourceVersion = true, str(md["resourceVersion"])
 		return ev, true
 	case str(e.Object["kind"]) == "Table":
-		ev.Table = tableOf(e.Object)
+		ev.Table = tableOf(e.Object, columns)
 		if len(ev.Table.Rows) > 0 {
 			r := ev.Table.Rows[0]
 			ev.Namespace, ev.Name, ev.ResourceVersion = r.Namespace, r.Name, r.ResourceVersion
@@ -341,12 +352,13 @@ func streamEvents(ctx context.Context, body io.Reader) <-chan eventFacts {
 		defer close(out)
 		d := json.NewDecoder(body)
 		var seen uint64 // the highest resourceVersion of an event so far
+		var columns []string
 		for {
 			var raw json.RawMessage
 			if err := d.Decode(&raw); err != nil {
 				return
 			}
-			ev, keep := eventOf(raw)
+			ev, keep := eventOf(raw, &columns)
 			if !keep {
 				continue
 			}
