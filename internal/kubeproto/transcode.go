@@ -104,13 +104,12 @@ type ref struct {
 	typeMeta int
 }
 
-// named is a JSON name and where it goes. The name's length and first 16
-// bytes are kept inline (head), so that lookup tells most names apart
-// without reading the name's own bytes, which live elsewhere and are
-// mostly out of the CPU's caches in place.
+// named is a JSON name and where it goes. The name's first 16 bytes are
+// kept inline (head), beside its length in the string's header, so that
+// lookup tells most names apart without reading the name's own bytes,
+// which live elsewhere and are mostly out of the CPU's caches in place.
 type named struct {
 	head [2]uint64
-	n    int
 	name string
 	ref
 }
@@ -322,7 +321,7 @@ func (p *plan) addFields(t reflect.Type, g int, made map[reflect.Type]*plan) err
 			return fmt.Errorf("%s: more than %d JSON names", t, maxNames)
 		}
 		p.names[name] = r
-		p.order = append(p.order, named{head: nameHead(name), n: len(name), name: name, ref: r})
+		p.order = append(p.order, named{head: nameHead(name), name: name, ref: r})
 	}
 	return nil
 }
@@ -607,7 +606,7 @@ func (p *plan) lookup(name string, next *int) (ref, bool) {
 	h := nameHead(name)
 	for i := *next; i < len(p.order) && i < *next+lookAhead; i++ {
 		o := &p.order[i]
-		if o.n == len(name) && o.head == h && (len(name) <= 16 || o.name[16:] == name[16:]) {
+		if len(o.name) == len(name) && o.head == h && (len(name) <= 16 || o.name[16:] == name[16:]) {
 			*next = i + 1
 			return o.ref, true
 		}
@@ -874,11 +873,11 @@ var fieldsV1Type = reflect.TypeFor[metav1.FieldsV1]()
 // FieldsV1.UnmarshalJSON and FieldsV1.Marshal would, without their two
 // copies of raw: raw's bytes as field 1, nothing for null.
 func (x *transcoder) fieldsV1(f *field, raw []byte) {
-	x.buf = append(x.buf, f.tag...)
 	if string(raw) == "null" {
-		x.buf = append(x.buf, 0)
+		x.appendField(f.tag, nil)
 		return
 	}
+	x.buf = append(x.buf, f.tag...)
 	x.buf = binary.AppendUvarint(x.buf, uint64(protowire.SizeTag(1)+protowire.SizeBytes(len(raw))))
 	x.buf = protowire.AppendTag(x.buf, 1, protowire.BytesType)
 	x.buf = protowire.AppendBytes(x.buf, raw)
