@@ -366,3 +366,44 @@ func TestNoIdleBookmarkInsideAGroup(t *testing.T) {
 		t.Errorf("items (-want +got):\n%s", diff)
 	}
 }
+
+// TestPrepareBeforeWake: a watcher's Prepare sees each live item it will
+// poll alone, exactly as it polls it, before the watcher is woken; not an
+// item queued behind another, nor one the selection leaves out.
+func TestPrepareBeforeWake(t *testing.T) {
+	r := newRig(t, 100, 100)
+	var prepared []Item
+	var w *Watcher
+	var err error
+	w, _, _, err = r.hub.Watch(WatchOptions{Selection: onNode("a"), Prepare: func(it Item) {
+		if len(w.notify) != 0 {
+			t.Errorf("Prepare(%v) after the watcher was woken", render([]Item{it}))
+		}
+		prepared = append(prepared, it)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+
+	r.apply(watch.Added, "p1", "a")    // alone: prepared
+	r.apply(watch.Modified, "p1", "a") // behind it: not prepared
+	r.apply(watch.Added, "p2", "b")    // not selected
+	first := drain(t, w)
+	select { // the wake-ups of the first events, which drain leaves
+	case <-w.Ready():
+	default:
+	}
+	r.apply(watch.Modified, "p1", "b") // leaves the selection: a DELETED, alone
+	second := drain(t, w)
+
+	if got, want := render(first), []string{"ADDED 101 p1", "MODIFIED 102 p1"}; !cmp.Equal(got, want) {
+		t.Fatalf("first poll %v, want %v", got, want)
+	}
+	if got, want := render(prepared), append(render(first[:1]), render(second)...); !cmp.Equal(got, want) {
+		t.Errorf("prepared %v, want %v", got, want)
+	}
+	if len(prepared) == 2 && (prepared[0].Object != first[0].Object || prepared[1].Object != second[0].Object) {
+		t.Error("Prepare saw other objects than the watcher polls")
+	}
+}
