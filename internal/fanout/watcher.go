@@ -31,14 +31,6 @@ type WatchOptions struct {
 	// and a MODIFIED that changes none of them is not sent. Selection is
 	// decided on the whole object.
 	Mask *projection.Mask
-	// Prepare, when not nil, is called on the dispatching goroutine with
-	// a live item this watcher will most likely poll alone (its queue was
-	// empty), before the watcher is woken: the stream may make what it
-	// will write while the event's bytes are still in this core's
-	// caches, for every watcher that writes the same, instead of on its
-	// own goroutine after the other watchers' work has evicted them. It
-	// must not block on the watcher and must not keep it.
-	Prepare func(Item)
 }
 
 // replayChunk bounds the events a lagging watcher copies from the cache's
@@ -192,9 +184,6 @@ func (w *Watcher) deliver(ev indexer.Event) {
 	}
 	sameGroup := ev.ResourceVersion == w.lastRV
 	if ok {
-		if w.opts.Prepare != nil && w.q.len() == 0 {
-			w.opts.Prepare(it)
-		}
 		if !w.q.push(it, sameGroup) {
 			// Replay brings the client past any bookmark pending.
 			w.lagging, w.pendingBookmark = true, ""

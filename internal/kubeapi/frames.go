@@ -117,28 +117,6 @@ func (h *Handler) eventFrame(out *output, kind schema.GroupVersionKind, typ watc
 	return b, k
 }
 
-// prepare returns what makes a live event's shared frame for the watchers
-// of kind in out before they wake (fanout.WatchOptions.Prepare): the
-// frame, and for a compressed WatchList its gzip member, made on the
-// goroutine that has just stored the event, while its JSON and the
-// encoders are still in that core's caches. The first watcher's own
-// goroutine would make them after the other watchers' work evicted them,
-// at several times the CPU (docs/benchmarks/kubeapi.md). nil for a Table
-// watch, whose frames depend on the second they are written in.
-func (h *Handler) prepare(kind schema.GroupVersionKind, out *output, gzip bool) func(fanout.Item) {
-	if out.as == asTable || out.as == asNothing {
-		return nil
-	}
-	return func(it fanout.Item) {
-		b, k := h.eventFrame(out, kind, it.Type, it.Object)
-		if b == nil || !gzip {
-			return
-		}
-		k.gzip = true
-		_, _ = h.forms.keep(k, func() ([]byte, error) { return gzipMember(b) })
-	}
-}
-
 // tableSecond is the time a Table watch's events printed at now are
 // printed at: its second, so that every watcher that writes an event in
 // that second shares one frame, and the frame is the same whichever of

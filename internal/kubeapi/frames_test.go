@@ -318,12 +318,6 @@ func (m *frameModel) addWatcher(prefix, rv string, e int, out output, s int, sel
 	if !initial {
 		wopts.ResourceVersion = rv
 	}
-	prepared := m.rnd.IntN(2) == 0
-	if prepared {
-		// As a watch does: its frames made before it wakes, on the
-		// hub's goroutine (Handler.prepare).
-		wopts.Prepare = m.h.prepare(kindOf(m.res), &out, gz)
-	}
 	w, items, at, err := m.hub.Watch(wopts)
 	if err != nil {
 		m.t.Fatal(err)
@@ -331,7 +325,7 @@ func (m *frameModel) addWatcher(prefix, rv string, e int, out output, s int, sel
 	m.t.Cleanup(w.Close)
 	rec := &recordingResponse{header: http.Header{}}
 	fw := &frameWatcher{
-		name: fmt.Sprintf("%s %+v %+v initial=%v gzip=%v prepared=%v", prefix, out, sel, initial, gz, prepared),
+		name: fmt.Sprintf("%s %+v %+v initial=%v gzip=%v", prefix, out, sel, initial, gz),
 		enc:  e, gzip: gz, w: w, rec: rec, out: &out,
 	}
 	if gz {

@@ -75,7 +75,6 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, f *facts) {
 	if !initial && opts.ResourceVersion != "0" {
 		wopts.ResourceVersion = opts.ResourceVersion
 	}
-	wopts.Prepare = h.prepare(kindOf(res), f.out, f.gzip != nil)
 	watcher, items, at, err := res.Hub().Watch(wopts)
 	ew := newEventWriter(h, res, w, f.out)
 	ew.gzip = f.gzip
